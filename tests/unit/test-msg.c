@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Typed payloads, delta records and stack_map_bin v1: each decoder refuses what the
+ * protocol forbids and never reads outside (buf, len).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "samples.h"
+#include "tap.h"
+
+static int decode_any(uint8_t type, const uint8_t *p, size_t len)
+{
+	union {
+		struct smp_hello h;
+		struct smp_format f;
+		struct smp_text t;
+		struct smp_page pg;
+		struct smp_lost l;
+		struct smp_welcome w;
+		uint64_t a;
+		uint32_t u;
+	} m;
+
+	switch (type) {
+	case SMP_HELLO: return smp_hello_decode(&m.h, p, len);
+	case SMP_FORMAT: return smp_format_decode(&m.f, p, len);
+	case SMP_KSYMS: case SMP_MODULES: return smp_text_decode(&m.t, p, len);
+	case SMP_PAGE: return smp_page_decode(&m.pg, p, len);
+	case SMP_LOST: return smp_lost_decode(&m.l, p, len);
+	case SMP_STATS: return smp_stats_decode(&m.u, p, len);
+	case SMP_BYE: return smp_bye_decode(&m.u, p, len);
+	case SMP_WELCOME: return smp_welcome_decode(&m.w, p, len);
+	case SMP_ACK: return smp_ack_decode(&m.a, p, len);
+	case SMP_STACKS: case SMP_EPOCH: {
+		struct smp_delta_rec r;
+		size_t off = 0;
+		int k, n = 0;
+
+		if (smp_msg_check_size(type, len))
+			return -EBADMSG;
+		while ((k = smp_delta_next(p, len, &off, &r)) == 1)
+			n++;
+		return k < 0 ? k : n ? 0 : -EBADMSG;
+	}
+	}
+	return -EINVAL;
+}
+
+static void test_sizes(void)
+{
+	static uint8_t buf[SMP_MAX_PAYLOAD + 64];
+
+	for (size_t t = 0; t < smp_sample_nr_types; t++) {
+		uint8_t type = smp_sample_types[t];
+		long n = smp_sample_payload(type, 1, buf, sizeof(buf));
+		int short_ok = 1;
+
+		is_int(decode_any(type, buf, (size_t)n), 0, "%s sample decodes", smp_type_name(type));
+		/*
+		 * Every strict prefix, in a buffer of exactly its size so that ASan sees any
+		 * overread: refused when the layout has an exact size (counts and length
+		 * fields must agree with it), or below the type's minimum; otherwise (text,
+		 * page data, a run of whole records) a shorter message may be valid.
+		 */
+		int exact = type == SMP_HELLO || type == SMP_EPOCH || type == SMP_LOST ||
+			    type == SMP_STATS || type == SMP_BYE || type == SMP_WELCOME ||
+			    type == SMP_ACK;
+		for (long k = 0; k < n; k++) {
+			uint8_t *copy = malloc((size_t)k + 1);
+			int r;
+
+			memcpy(copy, buf, (size_t)k);
+			r = decode_any(type, copy, (size_t)k);
+			if (exact || smp_msg_check_size(type, (size_t)k) != 0)
+				short_ok &= r < 0;
+			free(copy);
+		}
+		ok(short_ok, "%s: truncations refused (%ld checked)", smp_type_name(type), n);
+	}
+	is_int(smp_msg_check_size(SMP_PAGE, 8 + 65537), -EBADMSG, "PAGE above 64 KiB refused");
+	is_int(smp_msg_check_size(SMP_EPOCH, 33), -EBADMSG, "EPOCH must be 32 bytes");
+	is_int(smp_msg_check_size(0, 0), -ENOENT, "type 0 is invalid");
+}
+
+static void test_hello(void)
+{
+	uint8_t buf[1024];
+	struct smp_hello h;
+	long n = smp_sample_payload(SMP_HELLO, 0, buf, sizeof(buf));
+
+	is_int(smp_hello_decode(&h, buf, (size_t)n), 0, "HELLO decodes");
+	ok(h.release_len == 14 && memcmp(h.release, "6.1.0-stackmap", 14) == 0 &&
+	   h.clock_len == 5 && memcmp(h.trace_clock, "local", 5) == 0 &&
+	   h.build_id_len == 20 && h.build_id[0] == 1 && h.nr_cpus == 2 &&
+	   h.page_size == 4096 && h.map_bits == 14,
+	   "HELLO fields read back");
+
+#define HELLO_BAD(off, val, what) do {						\
+	uint8_t c[1024];							\
+	memcpy(c, buf, (size_t)n);						\
+	c[off] = val;								\
+	is_int(smp_hello_decode(&h, c, (size_t)n), -EBADMSG, "HELLO refused: " what); \
+} while (0)
+	HELLO_BAD(60, 15, "release_len disagrees with the size");
+	HELLO_BAD(62, 0, "empty trace clock");
+	HELLO_BAD(32, 0, "zero CPUs");
+	HELLO_BAD(37, 0x11, "page size not a power of two");
+	HELLO_BAD(40, 25, "map bits above 19");
+	HELLO_BAD(64, '\n', "control character in release");
+	{
+		uint8_t c[1024];
+
+		memcpy(c, buf, (size_t)n);
+		memset(c + 16, 0, 8);
+		is_int(smp_hello_decode(&h, c, (size_t)n), -EBADMSG, "HELLO refused: stream_id 0");
+	}
+}
+
+static void test_format(void)
+{
+	uint8_t buf[512];
+	struct smp_format f;
+	static const char *bad[] = { "../etc", "/abs", "a//b", "trail/", "sp ace", "dot.dot", "" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t nl = strlen(bad[i]);
+
+		buf[0] = (uint8_t)nl;
+		buf[1] = 0;
+		buf[2] = buf[3] = 0;
+		memcpy(buf + 4, bad[i], nl);
+		memcpy(buf + 4 + nl, "text", 4);
+		is_int(smp_format_decode(&f, buf, 8 + nl), -EBADMSG, "FORMAT name '%s' refused", bad[i]);
+	}
+	buf[0] = 200;
+	is_int(smp_format_decode(&f, buf, 20), -EBADMSG, "FORMAT name longer than the payload refused");
+	struct smp_format g = { .name = "kmem/kmalloc", .name_len = 12, .text = "x", .text_len = 1 };
+	long n = smp_format_encode(&g, buf, sizeof(buf));
+	is_int(smp_format_decode(&f, buf, (size_t)n), 0, "FORMAT kmem/kmalloc accepted");
+	ok(f.text_len == 1 && f.text[0] == 'x', "FORMAT text read back");
+}
+
+static void test_counts(void)
+{
+	uint8_t buf[4096];
+	struct smp_lost l;
+	uint32_t nr;
+	long n = smp_sample_payload(SMP_LOST, 2, buf, sizeof(buf));
+
+	buf[0] = 4;	/* claims one more CPU than present */
+	is_int(smp_lost_decode(&l, buf, (size_t)n), -EBADMSG, "LOST with a lying count refused");
+	buf[0] = 0xff; buf[1] = 0xff; buf[2] = 0xff; buf[3] = 0xff;
+	is_int(smp_lost_decode(&l, buf, (size_t)n), -EBADMSG, "LOST with count 2^32-1 refused");
+	n = smp_sample_payload(SMP_STATS, 3, buf, sizeof(buf));
+	buf[0] = 200;
+	is_int(smp_stats_decode(&nr, buf, (size_t)n), -EBADMSG, "STATS with a lying count refused");
+	memset(buf, 0, 16);
+	is_int(smp_welcome_decode(&(struct smp_welcome){ 0 }, buf, 16), -EBADMSG,
+	       "WELCOME with resume_seq 0 refused");
+}
+
+static void test_delta(void)
+{
+	uint8_t buf[4096];
+	uint64_t ips[65];
+	struct smp_delta_rec r;
+	size_t off = 0;
+
+	for (int i = 0; i < 65; i++)
+		ips[i] = 0xffffffff81000000ull + (uint64_t)i;
+	is_int(smp_delta_put_stack(buf, sizeof(buf), 1, 1, ips, 65), -EINVAL, "depth 65 cannot be encoded");
+	is_int(smp_delta_put_stack(buf, sizeof(buf), 1, 1, ips, 0), -EINVAL, "depth 0 cannot be encoded");
+
+	long a = smp_delta_put_epoch(buf, sizeof(buf), 2049, 123456789);
+	long b = smp_delta_put_stack(buf + a, sizeof(buf) - (size_t)a, smp_id_make(2049, 77), 5, ips, 64);
+	size_t len = (size_t)(a + b);
+
+	is_int(smp_delta_next(buf, len, &off, &r), 1, "epoch record parses");
+	ok(r.kind == SMP_DELTA_EPOCH && r.epoch == 2049 && r.timestamp == 123456789 &&
+	   smp_id_tag(r.stack_id) == 1 && smp_id_slot(r.stack_id) == 0,
+	   "epoch record: epoch 2049 has tag 1 and timestamp kept");
+	is_int(smp_delta_next(buf, len, &off, &r), 1, "stack record parses");
+	ok(r.kind == SMP_DELTA_STACK && r.nr == 64 && r.ref_count == 5 &&
+	   smp_id_slot(r.stack_id) == 77 && smp_id_tag(r.stack_id) == 1 &&
+	   smp_delta_ip(&r, 0) == ips[0] && smp_delta_ip(&r, 63) == ips[63],
+	   "stack record: id, depth, ref_count, ips read back");
+	is_int(smp_delta_next(buf, len, &off, &r), 0, "end of records");
+
+	int trunc = 1;
+	for (size_t k = 1; k < len; k++) {
+		uint8_t *c = malloc(k);
+		int res, n = 0;
+
+		memcpy(c, buf, k);
+		off = 0;
+		while ((res = smp_delta_next(c, k, &off, &r)) == 1)
+			n++;
+		/* exactly at the record boundary the first record is whole */
+		trunc &= k == (size_t)a ? (res == 0 && n == 1) : res == -EBADMSG;
+		free(c);
+	}
+	ok(trunc, "every truncation inside a record is refused");
+
+#define DELTA_BAD(off_, val, what) do {						\
+	uint8_t c[4096];							\
+	size_t o_ = 0;								\
+	memcpy(c, buf + a, (size_t)b);						\
+	c[off_] = val;								\
+	is_int(smp_delta_next(c, (size_t)b, &o_, &r), -EBADMSG, "delta refused: " what); \
+} while (0)
+	DELTA_BAD(12, 2, "unknown kind");
+	DELTA_BAD(4, 0, "depth 0");
+	DELTA_BAD(4, 65, "depth 65");
+	DELTA_BAD(3, 0x80, "bit 31 set in stack_id");
+	{
+		uint8_t c[64];
+		size_t o = 0;
+
+		memcpy(c, buf, 32);
+		c[16] = 0x02;	/* epoch 2050 but id base of 2049 */
+		is_int(smp_delta_next(c, 32, &o, &r), -EBADMSG, "epoch record whose id base disagrees");
+	}
+	ok(smp_id_make(2048, 5) == 5 && smp_id_make(2047, 0xfffff) == 0x7fffffff &&
+	   smp_id_valid(smp_id_make(UINT64_MAX, SMP_ID_SLOT_MASK)),
+	   "stack_id layout: slot bits 0-19, tag bits 20-30, bit 31 clear");
+}
+
+static size_t put32(uint8_t *p, uint32_t v, int be)
+{
+	for (int i = 0; i < 4; i++)
+		p[be ? 3 - i : i] = (uint8_t)(v >> (8 * i));
+	return 4;
+}
+
+static size_t put64(uint8_t *p, uint64_t v, int be)
+{
+	for (int i = 0; i < 8; i++)
+		p[be ? 7 - i : i] = (uint8_t)(v >> (8 * i));
+	return 8;
+}
+
+static void test_bin(void)
+{
+	for (int be = 0; be < 2; be++) {
+		uint8_t buf[2048];
+		size_t o = 0;
+		struct smp_bin it;
+		struct smp_bin_entry e;
+		int good = 1, n = 0, r;
+
+		o += put32(buf + o, SMP_BIN_MAGIC, be);
+		o += put32(buf + o, 1, be);
+		o += put32(buf + o, 3, be);
+		o += put32(buf + o, 0, be);
+		for (uint32_t s = 0; s < 3; s++) {
+			o += put32(buf + o, 100 + s, be);
+			o += put32(buf + o, s + 1, be);
+			o += put32(buf + o, 10 * s, be);
+			o += put32(buf + o, 0, be);
+			for (uint32_t i = 0; i <= s; i++)
+				o += put64(buf + o, 0xffffffff81000000ull + s * 0x100 + i, be);
+		}
+		is_int(smp_bin_open(&it, buf, o), 0, "stack_map_bin %s opens", be ? "BE" : "LE");
+		while ((r = smp_bin_next(&it, &e)) == 1) {
+			good &= e.stack_id == 100u + (uint32_t)n && e.nr == (uint32_t)n + 1 &&
+				e.ref_count == 10u * (uint32_t)n &&
+				smp_bin_ip(&e, e.nr - 1) == 0xffffffff81000000ull + (uint64_t)n * 0x100 + (uint64_t)n;
+			n++;
+		}
+		ok(r == 0 && n == 3 && good, "%s: 3 stacks read back", be ? "BE" : "LE");
+
+		int trunc = 1;
+		for (size_t k = 0; k < o; k++) {
+			uint8_t *c = malloc(k ? k : 1);
+
+			memcpy(c, buf, k);
+			r = smp_bin_open(&it, c, k);
+			if (r == 0)
+				while ((r = smp_bin_next(&it, &e)) == 1)
+					;
+			trunc &= r < 0;
+			free(c);
+		}
+		ok(trunc, "%s: every truncation (header, entry header, IP array) refused", be ? "BE" : "LE");
+
+		buf[be ? 7 : 4] = 2;
+		is_int(smp_bin_open(&it, buf, o), -EPROTONOSUPPORT, "version 2 refused");
+	}
+	uint8_t junk[16] = "NOPENOPENOPENOPE";
+	struct smp_bin it;
+	is_int(smp_bin_open(&it, junk, 16), -EBADMSG, "bad magic refused");
+}
+
+int main(void)
+{
+	test_sizes();
+	test_hello();
+	test_format();
+	test_counts();
+	test_delta();
+	test_bin();
+	return tap_done();
+}
