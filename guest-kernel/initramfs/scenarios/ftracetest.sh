@@ -1,0 +1,11 @@
+# Run the kernel's ftracetest on the tests named by stackmap.tests=
+# (comma-separated, relative to selftests/ftrace; default test.d/ftrace).
+# The host parses the "[N] description<TAB>[RESULT]" lines.
+. /scenarios/lib.sh
+tests=$(param tests test.d/ftrace | tr , ' ')
+cd /selftests/ftrace || fail "no /selftests/ftrace"
+say "FTRACETEST $tests"
+# -v prints the log of every case that did not pass. Through a pipe, not
+# the console: ftracetest colours its output on a tty.
+./ftracetest -v -l /tmp/ftracetest-logs $tests 2>&1 | cat
+say "FTRACETEST-DONE"

@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the patched guest kernel under QEMU.
+
+Usage: e2e.py TEST [--workdir DIR]
+
+Every test builds what it needs itself through the cached scripts
+(guest-kernel/build-kernel, guest-kernel/initramfs/build-initramfs), boots
+the guest with guest-kernel/launch and checks what the guest reported on its
+serial console. Artifacts (console logs, files copied out of the guest) are
+kept in DIR (default: $E2E_WORKDIR or ./e2e-work).
+
+Tests:
+  build-kernel       build (or find in the cache) the patched kernel
+  seed-selftests     the seed's three stackmap .tc selftests pass under the
+                     kernel's own ftracetest
+  ftrace-regression  every test.d/ftrace selftest that passed on the
+                     unpatched kernel (ftrace-baseline-unpatched.txt) still
+                     passes on the patched one
+  boot-activation    trace_options=stackmap,stacktrace on the command line
+  deep-stack         stacks deeper than 64 frames are recorded in full
+  stackmap-bin       the seed's stackmap_dump.py parses the guest's
+                     stack_map_bin on the host and agrees with stack_map
+  record-baseline    (not a meson test) run test.d/ftrace on the unpatched
+                     kernel and rewrite ftrace-baseline-unpatched.txt
+"""
+
+import argparse
+import base64
+import bisect
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GK = os.path.join(ROOT, 'guest-kernel')
+BASELINE = os.path.join(HERE, 'ftrace-baseline-unpatched.txt')
+SEED_TESTS = ['test.d/ftrace/stackmap-basic.tc',
+              'test.d/ftrace/stackmap-reset.tc',
+              'test.d/ftrace/stackmap-instance-gate.tc']
+MARK = 'STACKMAP-E2E: '
+RESULTS = ('PASS', 'FAIL', 'UNRESOLVED', 'UNTESTED', 'UNSUPPORTED', 'XFAIL',
+           'UNDEFINED')
+
+
+class TestFailure(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def build_kernel(unpatched=False):
+    cmd = [os.path.join(GK, 'build-kernel')]
+    if unpatched:
+        cmd.append('--unpatched')
+    log('$ ' + ' '.join(cmd))
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+    check(out.returncode == 0, 'build-kernel failed (its stderr is above)')
+    return out.stdout.strip().splitlines()[-1]
+
+
+def build_initramfs(kout, workdir):
+    name = 'initrd-%s.cpio.gz' % os.path.basename(kout)
+    path = os.path.join(workdir, name)
+    cmd = [os.path.join(GK, 'initramfs', 'build-initramfs'), kout, path]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+class Run:
+    """One guest boot: its console text, markers and exit status."""
+
+    def __init__(self, console_path, rc):
+        self.console_path = console_path
+        self.rc = rc
+        with open(console_path, 'rb') as f:
+            self.text = f.read().decode('utf-8', 'replace').replace('\r', '')
+        self.lines = self.text.split('\n')
+
+    def markers(self):
+        return [l[l.index(MARK) + len(MARK):] for l in self.lines if MARK in l]
+
+    def has(self, marker):
+        return any(m.startswith(marker) for m in self.markers())
+
+    def file(self, name):
+        """A file the guest sent with emit (base64 between markers)."""
+        begin, end = MARK + 'FILE-BEGIN ' + name, MARK + 'FILE-END ' + name
+        out, inside = [], False
+        for l in self.lines:
+            if l.strip() == begin:
+                inside, out = True, []
+            elif l.strip() == end:
+                return base64.b64decode(''.join(out), validate=True)
+            elif inside:
+                out.append(l.strip())
+        raise TestFailure('the guest did not send %s' % name)
+
+
+def boot(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
+    initrd = build_initramfs(kout, workdir)
+    console = os.path.join(workdir, 'console-%s.log' % (tag or scenario))
+    cmd = [os.path.join(GK, 'launch'), '--kernel',
+           os.path.join(kout, 'bzImage'), '--initrd', initrd,
+           '--scenario', scenario, '--console', console,
+           '--timeout', str(timeout), '--smp', str(smp)]
+    for a in append:
+        cmd += ['--append', a]
+    log('$ ' + ' '.join(cmd))
+    rc = subprocess.run(cmd, check=False).returncode
+    run = Run(console, rc)
+    for m in run.markers():
+        if not m.startswith('FILE-'):
+            log('  guest: ' + m)
+    check(rc == 0, 'QEMU exited with %d (console: %s)' % (rc, console))
+    check(run.has('END %s rc=0' % scenario),
+          'scenario %s did not end with rc=0 (console: %s)' % (scenario, console))
+    check(not run.has('KERNEL-WARNINGS'),
+          'the guest kernel logged warnings (console: %s)' % console)
+    return run
+
+
+ANSI = re.compile(r'\x1b\[[0-9;]*[mK]')
+CASE = re.compile(r'^\[(\d+)\](.*?)\s*\[(%s)\]\s*$' % '|'.join(RESULTS))
+
+
+def ftracetest_results(run):
+    """{description: result} from ftracetest's "[N] desc [RESULT]" lines."""
+    res = {}
+    for l in run.lines:
+        m = CASE.match(ANSI.sub('', l).strip())
+        if m:
+            res[m.group(2).strip()] = m.group(3)
+    return res
+
+
+def summary(res):
+    counts = {}
+    for r in res.values():
+        counts[r] = counts.get(r, 0) + 1
+    return ', '.join('%s %d' % (k, counts[k]) for k in RESULTS if k in counts)
+
+
+def run_ftracetest(kout, workdir, tests, tag):
+    run = boot(kout, workdir, 'ftracetest',
+               append=['stackmap.tests=' + ','.join(tests)], tag=tag)
+    check(run.has('FTRACETEST-DONE'), 'ftracetest did not finish')
+    res = ftracetest_results(run)
+    check(res, 'no ftracetest results on the console')
+    log('ftracetest: ' + summary(res))
+    for desc, r in sorted(res.items()):
+        log('  %-11s %s' % (r, desc))
+    return res
+
+
+# --- tests -------------------------------------------------------------------
+
+def t_build_kernel(workdir):
+    kout = build_kernel()
+    for f in ('bzImage', 'vmlinux', 'config'):
+        check(os.path.exists(os.path.join(kout, f)), '%s missing in %s' % (f, kout))
+    with open(os.path.join(kout, 'config')) as f:
+        config = f.read()
+    check('CONFIG_FTRACE_STACKMAP=y\n' in config, 'kernel built without the stackmap')
+    log('kernel: ' + kout)
+
+
+def t_seed_selftests(workdir):
+    kout = build_kernel()
+    res = run_ftracetest(kout, workdir, SEED_TESTS, 'seed-selftests')
+    check(len(res) == 3, 'expected 3 results, got %d' % len(res))
+    bad = {d: r for d, r in res.items() if r != 'PASS'}
+    check(not bad, 'seed selftests not passing: %s' % bad)
+
+
+def read_baseline():
+    base = {}
+    with open(BASELINE) as f:
+        for l in f:
+            if l.startswith('#') or not l.strip():
+                continue
+            r, desc = l.rstrip('\n').split('\t', 1)
+            base[desc] = r
+    return base
+
+
+def t_ftrace_regression(workdir):
+    kout = build_kernel()
+    res = run_ftracetest(kout, workdir, ['test.d/ftrace'], 'ftrace-regression')
+    base = read_baseline()
+    passed_before = [d for d, r in base.items() if r == 'PASS']
+    check(passed_before, 'the baseline has no passing test')
+    regressed = [d for d in passed_before if res.get(d) != 'PASS']
+    log('baseline (unpatched): %s; patched: %s' % (summary(base), summary(res)))
+    check(not regressed, 'passed unpatched, not patched: %s'
+          % ['%s -> %s' % (d, res.get(d, 'missing')) for d in regressed])
+    seed = [d for d in res if 'stackmap' in d]
+    check(len(seed) == 3 and all(res[d] == 'PASS' for d in seed),
+          'the seed stackmap tests in test.d/ftrace: %s'
+          % {d: res[d] for d in seed})
+
+
+def t_record_baseline(workdir):
+    kout = build_kernel(unpatched=True)
+    res = run_ftracetest(kout, workdir, ['test.d/ftrace'], 'baseline-unpatched')
+    with open(os.path.join(kout, 'kernel.release')) as f:
+        release = f.read().strip()
+    with open(BASELINE, 'w') as f:
+        f.write('# ftracetest test.d/ftrace on the UNPATCHED guest kernel '
+                '(%s, build-kernel --unpatched, 2 vCPUs, TCG).\n' % release)
+        f.write('# Regenerate with: tests/e2e/e2e.py record-baseline\n')
+        f.write('# %s\n' % summary(res))
+        for desc, r in sorted(res.items()):
+            f.write('%s\t%s\n' % (r, desc))
+    log('wrote ' + BASELINE)
+
+
+def t_boot_activation(workdir):
+    kout = build_kernel()
+    run = boot(kout, workdir, 'boot-activation',
+               append=['trace_options=stackmap,stacktrace',
+                       'trace_event=kmem:kmem_cache_alloc',
+                       'trace_buf_size=32M'])
+    check(run.has('PASS boot-time activation'), 'boot-time activation check failed')
+
+
+def t_deep_stack(workdir):
+    kout = build_kernel()
+    run = boot(kout, workdir, 'deep-stack')
+    check(run.has('PASS deep stacks'), 'deep-stack check failed')
+
+
+PS_FRAME = re.compile(r'^  \[(\d+)\] (\S+)$')
+PS_HEAD = re.compile(r'^stack_id (\d+) \[ref (\d+), depth (\d+)\]$')
+
+
+def parse_stack_map(text):
+    """{id: (ref, depth, [symbol+off/size ...])} from the stack_map text."""
+    stacks, cur = {}, None
+    for l in text.split('\n'):
+        m = PS_HEAD.match(l)
+        if m:
+            cur = int(m.group(1))
+            stacks[cur] = (int(m.group(2)), int(m.group(3)), [])
+            continue
+        m = PS_FRAME.match(l)
+        if m and cur is not None:
+            stacks[cur][2].append(m.group(2))
+    return stacks
+
+
+class SymbolTable:
+    def __init__(self, system_map):
+        syms = []
+        with open(system_map) as f:
+            for l in f:
+                a, t, n = l.split()[:3]
+                if t in 'tTwW':
+                    syms.append((int(a, 16), n))
+        syms.sort()
+        self.addrs = [a for a, _ in syms]
+        self.names = [n for _, n in syms]
+
+    def sym_offs(self, addr):
+        """Every "name+0xoff" rendering of addr (aliases share an address)."""
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        if i < 0:
+            return set()
+        base, out = self.addrs[i], set()
+        while i >= 0 and self.addrs[i] == base:
+            out.add('%s+0x%x' % (self.names[i], addr - base))
+            i -= 1
+        return out
+
+
+def t_stackmap_bin(workdir):
+    kout = build_kernel()
+    run = boot(kout, workdir, 'stackmap-bin')
+    text = run.file('stack_map').decode()
+    binary = run.file('stack_map_bin')
+    stat = run.file('stack_map_stat').decode()
+    binpath = os.path.join(workdir, 'stack_map_bin')
+    with open(binpath, 'wb') as f:
+        f.write(binary)
+    with open(os.path.join(workdir, 'stack_map.txt'), 'w') as f:
+        f.write(text)
+    log(stat)
+    dump = os.path.join(kout, 'tools', 'tracing', 'stackmap_dump.py')
+    check(os.path.exists(dump), 'stackmap_dump.py missing from the patched tree')
+
+    js = subprocess.run([sys.executable, dump, binpath, '--json'],
+                        capture_output=True, text=True, check=False)
+    check(js.returncode == 0, 'stackmap_dump.py --json failed: ' + js.stderr)
+    parsed = json.loads(js.stdout)
+    plain = subprocess.run([sys.executable, dump, binpath],
+                           capture_output=True, text=True, check=False)
+    check(plain.returncode == 0, 'stackmap_dump.py failed: ' + plain.stderr)
+
+    kernel = parse_stack_map(text)
+    entries = int(re.search(r'^entries:\s+(\d+)', stat, re.M).group(1))
+    log('stack_map: %d stacks, stack_map_bin: %d stacks, stack_map_stat entries %d'
+        % (len(kernel), len(parsed), entries))
+    check(len(kernel) > 0, 'stack_map is empty')
+    check(len(parsed) == len(kernel) == entries,
+          'stack counts differ: bin %d, text %d, stat %d'
+          % (len(parsed), len(kernel), entries))
+    # The header lines of both renderings use the same format.
+    heads_txt = [l for l in text.split('\n') if PS_HEAD.match(l)]
+    heads_bin = [l for l in plain.stdout.split('\n') if PS_HEAD.match(l)]
+    check(heads_txt == heads_bin, 'stack_id/ref/depth headers differ')
+
+    syms = SymbolTable(os.path.join(kout, 'System.map'))
+    frames = 0
+    for e in parsed:
+        sid = e['stack_id']
+        check(sid in kernel, 'stack_id %d only in stack_map_bin' % sid)
+        ref, depth, ksyms = kernel[sid]
+        check(e['ref_count'] == ref, 'stack_id %d: ref %d vs %d'
+              % (sid, e['ref_count'], ref))
+        check(len(e['ips']) == depth == len(ksyms),
+              'stack_id %d: depth %d vs %d' % (sid, len(e['ips']), depth))
+        for ip, ks in zip(e['ips'], ksyms):
+            want = ks.split('/')[0]          # "func+0xoff" of "%pS"
+            got = syms.sym_offs(int(ip, 16))
+            check(want in got, 'stack_id %d: %s resolves to %s, stack_map says %s'
+                  % (sid, ip, got, ks))
+            frames += 1
+    log('all %d stacks and %d frames agree' % (len(parsed), frames))
+
+
+TESTS = {
+    'build-kernel': t_build_kernel,
+    'seed-selftests': t_seed_selftests,
+    'ftrace-regression': t_ftrace_regression,
+    'boot-activation': t_boot_activation,
+    'deep-stack': t_deep_stack,
+    'stackmap-bin': t_stackmap_bin,
+    'record-baseline': t_record_baseline,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('test', choices=sorted(TESTS))
+    ap.add_argument('--workdir', default=os.environ.get('E2E_WORKDIR', 'e2e-work'))
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    try:
+        TESTS[args.test](os.path.abspath(args.workdir))
+    except TestFailure as e:
+        log('FAIL: %s' % e)
+        return 1
+    log('PASS: %s' % args.test)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
