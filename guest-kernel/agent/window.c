@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * window.c - the bounded resend window (see window.h).
+ *
+ * The arena is used as a circular buffer of whole frames. With `first` the oldest
+ * descriptor and `last` the newest, the frames are either in one run
+ * [first.off, last.end) (not wrapped: free space at the end and before first.off) or
+ * in two runs (wrapped: the newest frames start again at 0, free space is
+ * [last.end, first.off)). A frame is never split, so an unusable tail at the end of
+ * the arena is simply skipped.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "window.h"
+
+struct win_desc {
+	size_t off;
+	uint32_t len;		/* whole frame, header included */
+};
+
+struct win {
+	uint8_t *arena;
+	size_t cap;
+	struct win_desc *desc;
+	uint32_t max_frames;
+	uint32_t first;		/* descriptor index of the oldest frame */
+	uint32_t count;		/* frames held */
+	size_t bytes;
+
+	uint64_t oldest_seq;	/* seq of desc[first] */
+	uint64_t send_seq;
+	uint64_t sent_hi;
+	uint64_t acked;
+
+	/* the reservation between win_reserve() and win_commit() */
+	size_t res_off;
+	uint32_t res_len;
+	int reserved;
+
+	uint64_t dropped_frames;
+	uint64_t dropped_bytes;
+	uint64_t resent_frames;
+};
+
+/* The largest frame the window must always be able to hold. */
+#define WIN_MIN_BYTES ((size_t)SMP_HDR_SIZE + SMP_MAX_PAYLOAD)
+
+int win_new(size_t max_bytes, uint32_t max_frames, struct win **ret)
+{
+	struct win *w;
+
+	if (max_bytes < WIN_MIN_BYTES || max_frames < 2)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->arena = malloc(max_bytes);
+	w->desc = calloc(max_frames, sizeof(*w->desc));
+	if (!w->arena || !w->desc) {
+		win_free(w);
+		return -ENOMEM;
+	}
+	w->cap = max_bytes;
+	w->max_frames = max_frames;
+	w->oldest_seq = 1;
+	w->send_seq = 1;
+	*ret = w;
+	return 0;
+}
+
+void win_free(struct win *w)
+{
+	if (!w)
+		return;
+	free(w->arena);
+	free(w->desc);
+	free(w);
+}
+
+static struct win_desc *desc_at(const struct win *w, uint32_t i)
+{
+	return &w->desc[(w->first + i) % w->max_frames];
+}
+
+static uint64_t next_seq(const struct win *w)
+{
+	return w->oldest_seq + w->count;
+}
+
+static void drop_oldest(struct win *w, int count_loss)
+{
+	struct win_desc *d = desc_at(w, 0);
+
+	assert(w->count > 0);
+	if (count_loss) {
+		w->dropped_frames++;
+		w->dropped_bytes += d->len - SMP_HDR_SIZE;
+	}
+	w->bytes -= d->len;
+	w->first = (w->first + 1) % w->max_frames;
+	w->count--;
+	w->oldest_seq++;
+	if (w->send_seq < w->oldest_seq)
+		w->send_seq = w->oldest_seq;
+}
+
+/* Where a frame of @need bytes can go now, or -1. */
+static long find_space(const struct win *w, size_t need)
+{
+	const struct win_desc *first, *last;
+	size_t end;
+
+	if (w->count == 0)
+		return need <= w->cap ? 0 : -1;
+	first = desc_at(w, 0);
+	last = desc_at(w, w->count - 1);
+	end = last->off + last->len;
+	if (last->off >= first->off) {
+		/* one run: room after it, or wrap to the start */
+		if (w->cap - end >= need)
+			return (long)end;
+		if (first->off >= need)
+			return 0;
+		return -1;
+	}
+	/* wrapped: room between the newest and the oldest */
+	if (first->off - end >= need)
+		return (long)end;
+	return -1;
+}
+
+int win_reserve(struct win *w, uint32_t payload_len, uint8_t **ret_frame)
+{
+	size_t need = (size_t)SMP_HDR_SIZE + payload_len;
+	long off;
+
+	assert(!w->reserved);
+	if (payload_len > SMP_MAX_PAYLOAD || need > w->cap)
+		return -EMSGSIZE;
+	for (;;) {
+		if (w->count < w->max_frames) {
+			off = find_space(w, need);
+			if (off >= 0)
+				break;
+		}
+		drop_oldest(w, 1);
+	}
+	w->res_off = (size_t)off;
+	w->res_len = (uint32_t)need;
+	w->reserved = 1;
+	*ret_frame = w->arena + off;
+	return 0;
+}
+
+uint64_t win_commit(struct win *w, uint8_t type, uint32_t payload_len)
+{
+	struct win_desc *d;
+	uint64_t seq = next_seq(w);
+	long r;
+
+	assert(w->reserved);
+	assert((size_t)SMP_HDR_SIZE + payload_len <= w->res_len);
+	w->reserved = 0;
+	r = smp_frame_seal(w->arena + w->res_off, type, 0, seq, payload_len);
+	assert(r > 0);
+	(void)r;
+	d = &w->desc[(w->first + w->count) % w->max_frames];
+	d->off = w->res_off;
+	d->len = SMP_HDR_SIZE + payload_len;
+	w->count++;
+	w->bytes += d->len;
+	return seq;
+}
+
+int64_t win_append(struct win *w, uint8_t type, const void *payload, uint32_t len)
+{
+	uint8_t *f;
+	int r = win_reserve(w, len, &f);
+
+	if (r < 0)
+		return r;
+	if (len)
+		memcpy(f + SMP_HDR_SIZE, payload, len);
+	return (int64_t)win_commit(w, type, len);
+}
+
+const uint8_t *win_next(struct win *w, uint32_t *ret_len, uint64_t *ret_seq,
+			int *ret_resend)
+{
+	struct win_desc *d;
+	uint8_t *f;
+	int resend;
+
+	if (w->send_seq < w->oldest_seq)
+		w->send_seq = w->oldest_seq;
+	if (w->send_seq >= next_seq(w))
+		return NULL;
+	d = desc_at(w, (uint32_t)(w->send_seq - w->oldest_seq));
+	f = w->arena + d->off;
+	resend = w->send_seq <= w->sent_hi;
+	if (resend && !(f[7] & SMP_FLAG_RESENT))
+		smp_frame_seal(f, f[6], SMP_FLAG_RESENT, w->send_seq,
+			       d->len - SMP_HDR_SIZE);
+	*ret_len = d->len;
+	*ret_seq = w->send_seq;
+	if (ret_resend)
+		*ret_resend = resend;
+	return f;
+}
+
+void win_sent(struct win *w)
+{
+	assert(w->send_seq < next_seq(w));
+	if (w->send_seq <= w->sent_hi)
+		w->resent_frames++;
+	else
+		w->sent_hi = w->send_seq;
+	w->send_seq++;
+}
+
+int win_ack(struct win *w, uint64_t acked)
+{
+	if (acked > w->sent_hi)
+		return -ERANGE;
+	if (acked > w->acked)
+		w->acked = acked;
+	while (w->count > 0 && w->oldest_seq <= acked)
+		drop_oldest(w, 0);
+	if (w->count == 0 && w->oldest_seq <= acked) {
+		/* everything acked: keep seq numbering contiguous */
+		w->oldest_seq = acked + 1;
+	}
+	if (w->send_seq < w->oldest_seq)
+		w->send_seq = w->oldest_seq;
+	return 0;
+}
+
+int win_resume(struct win *w, uint64_t resume_seq)
+{
+	if (resume_seq == 0 || resume_seq > w->sent_hi + 1)
+		return -ERANGE;
+	w->send_seq = resume_seq < w->oldest_seq ? w->oldest_seq : resume_seq;
+	return 0;
+}
+
+uint64_t win_reset(struct win *w)
+{
+	uint64_t n = w->count;
+
+	assert(!w->reserved);
+	w->first = 0;
+	w->count = 0;
+	w->bytes = 0;
+	w->oldest_seq = 1;
+	w->send_seq = 1;
+	w->sent_hi = 0;
+	w->acked = 0;
+	w->dropped_frames = 0;
+	w->dropped_bytes = 0;
+	w->resent_frames = 0;
+	return n;
+}
+
+void win_get_stats(const struct win *w, struct win_stats *ret)
+{
+	ret->next_seq = next_seq(w);
+	ret->oldest_seq = w->oldest_seq;
+	ret->send_seq = w->send_seq < w->oldest_seq ? w->oldest_seq : w->send_seq;
+	ret->sent_hi = w->sent_hi;
+	ret->acked = w->acked;
+	ret->frames = w->count;
+	ret->bytes = w->bytes;
+	ret->dropped_frames = w->dropped_frames;
+	ret->dropped_bytes = w->dropped_bytes;
+	ret->resent_frames = w->resent_frames;
+}
