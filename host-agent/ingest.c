@@ -1,0 +1,1035 @@
+// SPDX-License-Identifier: MIT
+/* ingest.c - one guest connection (see ingest.h). */
+#include "ingest.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "chunk.h"
+#include "pair.h"
+#include "proto.h"
+#include "tep.h"
+
+#define SID_NONE	G_MININT64	/* chunk_stacks.sid NULL: event without a stack */
+#define FULLSTACK_CACHE_MAX 65536u
+#define LOG_FIRST_N	10u		/* malformed frames logged per connection ... */
+#define LOG_EVERY	1000u		/* ... then one in this many */
+
+typedef struct {
+	uint64_t count;
+	uint64_t ts_min;
+	uint64_t ts_max;
+} Hist;
+
+typedef struct {
+	GByteArray *packed;
+	uint64_t first_seq;
+	uint64_t last_seq;
+	uint64_t ts_min;
+	uint64_t ts_max;
+	uint32_t pages;
+	uint32_t events;
+	GHashTable *hist;	/* gint64 sid -> Hist */
+} CpuBatch;
+
+struct _HaConn {
+	HaStore *store;
+	HaLimits lim;
+	char *domain;
+	char *peer;
+	struct smp_decoder *dec;
+
+	bool hello;
+	uint8_t boot_uuid[16];
+	char boot_str[37];
+	uint64_t stream_id;
+	int64_t boot;		/* boots.id */
+	int64_t stream;		/* streams.id */
+	uint32_t nr_cpus;
+	uint32_t page_size;
+	uint32_t map_bits;
+	bool big_endian;
+	uint64_t expected;	/* next sequence number to apply */
+	uint64_t acked;		/* last ACKed */
+	bool ack_wanted;
+	int64_t cur_epoch;	/* -1 before the stream's first EPOCH */
+	unsigned int hellos;
+	bool bye;
+	bool warned_unparsed;
+
+	HaTep *tep;
+	HaPair *pair;
+	GHashTable *batches;	/* cpu -> CpuBatch */
+	GHashTable *fullstacks;	/* GBytes ips -> gint64 id */
+	uint32_t batch_bytes;
+	uint32_t batch_frames;
+	uint64_t d_gap, d_dup, d_malformed, d_bad_pages, orphans_saved;
+
+	GByteArray *out;
+	HaConnStats st;
+};
+
+void ha_limits_default(HaLimits *l)
+{
+	*l = (HaLimits){
+		.quota_bytes = 0,
+		.max_payload = SMP_MAX_PAYLOAD,
+		.max_malformed = 1000,
+		.max_hellos = 16,
+		.batch_bytes = 8u << 20,
+		.batch_frames = 16384,
+		.zstd_level = 3,
+	};
+}
+
+static void batch_free(gpointer p)
+{
+	CpuBatch *b = p;
+
+	g_byte_array_unref(b->packed);
+	g_hash_table_destroy(b->hist);
+	g_free(b);
+}
+
+HaConn *ha_conn_new(HaStore *store, const HaLimits *limits, const char *domain,
+		    const char *peer)
+{
+	HaConn *c = g_new0(HaConn, 1);
+
+	c->store = store;
+	c->lim = *limits;
+	c->domain = g_strdup(domain);
+	c->peer = g_strdup(peer);
+	c->dec = smp_decoder_new(limits->max_payload);
+	c->cur_epoch = -1;
+	c->batches = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, batch_free);
+	c->fullstacks = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
+					      (GDestroyNotify)g_bytes_unref, g_free);
+	c->out = g_byte_array_new();
+	return c;
+}
+
+void ha_conn_free(HaConn *c)
+{
+	if (!c)
+		return;
+	ha_store_rollback(c->store);
+	smp_decoder_free(c->dec);
+	ha_tep_free(c->tep);
+	ha_pair_free(c->pair);
+	g_hash_table_destroy(c->batches);
+	g_hash_table_destroy(c->fullstacks);
+	g_byte_array_unref(c->out);
+	g_free(c->domain);
+	g_free(c->peer);
+	g_free(c);
+}
+
+const HaConnStats *ha_conn_stats(const HaConn *c)
+{
+	return &c->st;
+}
+
+size_t ha_conn_space(HaConn *c, uint8_t **ret_space)
+{
+	return smp_decoder_space(c->dec, ret_space);
+}
+
+void ha_conn_commit(HaConn *c, size_t n)
+{
+	smp_decoder_commit(c->dec, n);
+}
+
+const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len)
+{
+	*ret_len = c->out->len;
+	return c->out->data;
+}
+
+void ha_conn_output_done(HaConn *c, size_t n)
+{
+	g_byte_array_remove_range(c->out, 0, MIN(n, c->out->len));
+}
+
+static void queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, size_t len)
+{
+	uint8_t buf[SMP_HDR_SIZE + 64];
+	long n = smp_frame_encode(buf, sizeof(buf), type, 0, 0, payload, len);
+
+	g_assert(n > 0);
+	/* Bounded: only WELCOME and cumulative ACKs go out; a guest that does not read
+	 * them only loses older ACKs, which the next one supersedes. */
+	if (c->out->len > 4096)
+		g_byte_array_set_size(c->out, 0);
+	g_byte_array_append(c->out, buf, (guint)n);
+}
+
+static void queue_ack(HaConn *c)
+{
+	uint8_t p[8];
+	uint64_t upto = c->expected - 1;
+
+	if (!c->hello || upto == 0 || (upto == c->acked && !c->ack_wanted))
+		return;
+	smp_ack_encode(upto, p, sizeof(p));
+	queue_frame(c, SMP_ACK, p, 8);
+	c->acked = upto;
+	c->ack_wanted = false;
+	c->st.acked = upto;
+}
+
+static bool step_done(HaConn *c, sqlite3_stmt *st, GError **error, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		ha_store_set_error(c->store, error, what);
+		return false;
+	}
+	return true;
+}
+
+#define STMT(c, sql, error) ({						\
+	sqlite3_stmt *__s = ha_store_stmt((c)->store, (sql), (error));	\
+	if (!__s)							\
+		return false;						\
+	__s; })
+
+static void malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...)
+	G_GNUC_PRINTF(3, 4);
+
+static void malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *why = NULL;
+
+	c->st.malformed++;
+	c->d_malformed++;
+	if (c->st.malformed > LOG_FIRST_N && c->st.malformed % LOG_EVERY)
+		return;
+	va_start(ap, fmt);
+	why = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_warning("%s: %s: boot %s stream %016" PRIx64 ": malformed %s frame seq %" PRIu64
+		  " (%u bytes) dropped: %s [%" PRIu64 " malformed so far]",
+		  c->domain, c->peer, c->boot_str, c->stream_id,
+		  smp_type_name(f->type) ? smp_type_name(f->type) : "unknown", f->seq,
+		  f->len, why, c->st.malformed);
+}
+
+/* ---- batches ---------------------------------------------------------------- */
+
+static CpuBatch *batch_get(HaConn *c, uint32_t cpu)
+{
+	CpuBatch *b = g_hash_table_lookup(c->batches, GUINT_TO_POINTER(cpu));
+
+	if (!b) {
+		b = g_new0(CpuBatch, 1);
+		b->packed = g_byte_array_new();
+		b->ts_min = UINT64_MAX;
+		b->hist = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+		g_hash_table_insert(c->batches, GUINT_TO_POINTER(cpu), b);
+	}
+	return b;
+}
+
+static void hist_add(CpuBatch *b, int64_t sid, uint64_t ts)
+{
+	Hist *h = g_hash_table_lookup(b->hist, &sid);
+
+	if (!h) {
+		int64_t *k = g_new(int64_t, 1);
+
+		*k = sid;
+		h = g_new0(Hist, 1);
+		h->ts_min = ts;
+		h->ts_max = ts;
+		g_hash_table_insert(b->hist, k, h);
+	}
+	h->count++;
+	h->ts_min = MIN(h->ts_min, ts);
+	h->ts_max = MAX(h->ts_max, ts);
+}
+
+/* The id of an inline stack, inserted on first sight. -1 on store failure. */
+static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr)
+{
+	g_autofree uint64_t *le = g_new(uint64_t, nr ? nr : 1);
+	g_autoptr(GBytes) key = NULL;
+	int64_t *cached;
+	sqlite3_stmt *st;
+	int64_t id = -1;
+
+	for (uint32_t i = 0; i < nr; i++)
+		le[i] = GUINT64_TO_LE(ips[i]);
+	key = g_bytes_new(le, (gsize)nr * 8);
+	cached = g_hash_table_lookup(c->fullstacks, key);
+	if (cached)
+		return *cached;
+	st = ha_store_stmt(c->store, "INSERT OR IGNORE INTO fullstacks(boot, ips) VALUES(?,?)",
+			   NULL);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, c->boot);
+	sqlite3_bind_blob(st, 2, le, (int)nr * 8, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return -1;
+	st = ha_store_stmt(c->store, "SELECT id FROM fullstacks WHERE boot = ? AND ips = ?",
+			   NULL);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, c->boot);
+	sqlite3_bind_blob(st, 2, le, (int)nr * 8, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (id < 0)
+		return -1;
+	if (g_hash_table_size(c->fullstacks) >= FULLSTACK_CACHE_MAX)
+		g_hash_table_remove_all(c->fullstacks);
+	cached = g_new(int64_t, 1);
+	*cached = id;
+	g_hash_table_insert(c->fullstacks, g_steal_pointer(&key), cached);
+	return id;
+}
+
+static void on_paired(const HaPaired *p, void *user)
+{
+	HaConn *c = user;
+	CpuBatch *b = batch_get(c, p->cpu);
+	int64_t sid = SID_NONE;
+
+	if (p->stack == HA_STACK_ID) {
+		sid = p->stack_id;
+	} else if (p->stack == HA_STACK_FULL) {
+		int64_t id = fullstack_id(c, p->ips, p->nr_ips);
+
+		if (id > 0)
+			sid = -id;
+	}
+	hist_add(b, sid, p->ts);
+	c->st.events++;
+}
+
+typedef struct {
+	HaConn *c;
+	uint32_t cpu;
+	CpuBatch *b;
+} WalkCtx;
+
+static void on_event(const HaEvent *ev, void *user)
+{
+	WalkCtx *w = user;
+
+	w->b->events++;
+	w->b->ts_min = MIN(w->b->ts_min, ev->ts);
+	w->b->ts_max = MAX(w->b->ts_max, ev->ts);
+	ha_pair_feed(w->c->pair, w->cpu, ev, NULL);
+}
+
+static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
+{
+	g_autoptr(GBytes) z = NULL;
+	sqlite3_stmt *st;
+	int64_t chunk;
+	GHashTableIter it;
+	gpointer k, v;
+	gsize zlen;
+	const void *zdata;
+
+	if (!b->pages && !g_hash_table_size(b->hist))
+		return true;
+	z = ha_chunk_compress(b->packed, c->lim.zstd_level, error);
+	if (!z)
+		return false;
+	zdata = g_bytes_get_data(z, &zlen);
+	st = STMT(c, "INSERT INTO chunks(boot, cpu, first_seq, last_seq, ts_min, ts_max,"
+		  " nr_pages, nr_events, raw_bytes, data) VALUES(?,?,?,?,?,?,?,?,?,?)", error);
+	sqlite3_bind_int64(st, 1, c->boot);
+	sqlite3_bind_int64(st, 2, cpu);
+	if (b->pages) {
+		sqlite3_bind_int64(st, 3, (int64_t)b->first_seq);
+		sqlite3_bind_int64(st, 4, (int64_t)b->last_seq);
+	}
+	if (b->ts_min != UINT64_MAX) {
+		sqlite3_bind_int64(st, 5, (int64_t)b->ts_min);
+		sqlite3_bind_int64(st, 6, (int64_t)b->ts_max);
+	}
+	sqlite3_bind_int64(st, 7, b->pages);
+	sqlite3_bind_int64(st, 8, b->events);
+	sqlite3_bind_int64(st, 9, b->packed->len);
+	sqlite3_bind_blob(st, 10, zdata, (int)zlen, SQLITE_STATIC);
+	if (!step_done(c, st, error, "insert chunk"))
+		return false;
+	chunk = sqlite3_last_insert_rowid(ha_store_db(c->store));
+	g_hash_table_iter_init(&it, b->hist);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		int64_t sid = *(int64_t *)k;
+		Hist *h = v;
+
+		st = STMT(c, "INSERT INTO chunk_stacks(chunk, sid, count, ts_min, ts_max)"
+			  " VALUES(?,?,?,?,?)", error);
+		sqlite3_bind_int64(st, 1, chunk);
+		if (sid != SID_NONE)
+			sqlite3_bind_int64(st, 2, sid);
+		sqlite3_bind_int64(st, 3, (int64_t)h->count);
+		sqlite3_bind_int64(st, 4, (int64_t)h->ts_min);
+		sqlite3_bind_int64(st, 5, (int64_t)h->ts_max);
+		if (!step_done(c, st, error, "insert chunk_stacks"))
+			return false;
+	}
+	return true;
+}
+
+static bool over_quota(HaConn *c, uint64_t *ret_used)
+{
+	sqlite3_stmt *st;
+	uint64_t pages = 0, psize = 0;
+
+	if (!c->lim.quota_bytes)
+		return false;
+	st = ha_store_stmt(c->store, "PRAGMA page_count", NULL);
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		pages = (uint64_t)sqlite3_column_int64(st, 0);
+	st = ha_store_stmt(c->store, "PRAGMA page_size", NULL);
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		psize = (uint64_t)sqlite3_column_int64(st, 0);
+	*ret_used = pages * psize;
+	return *ret_used > c->lim.quota_bytes;
+}
+
+bool ha_conn_flush(HaConn *c, GError **error)
+{
+	GHashTableIter it;
+	gpointer k, v;
+	sqlite3_stmt *st;
+	g_autoptr(GBytes) pairs = NULL;
+	uint64_t used = 0, orphans;
+
+	if (!c->hello)
+		return true;
+	if (!ha_store_in_txn(c->store)) {
+		queue_ack(c);
+		return true;
+	}
+	g_hash_table_iter_init(&it, c->batches);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		if (!write_batch(c, GPOINTER_TO_UINT(k), v, error))
+			return false;
+	orphans = ha_pair_orphans(c->pair) - c->orphans_saved;
+	st = STMT(c, "UPDATE streams SET next_seq = ?, gap_frames = gap_frames + ?,"
+		  " dup_frames = dup_frames + ?, malformed = malformed + ?,"
+		  " bad_pages = bad_pages + ?, orphan_stacks = orphan_stacks + ?,"
+		  " cur_epoch = ? WHERE id = ?", error);
+	sqlite3_bind_int64(st, 1, (int64_t)c->expected);
+	sqlite3_bind_int64(st, 2, (int64_t)c->d_gap);
+	sqlite3_bind_int64(st, 3, (int64_t)c->d_dup);
+	sqlite3_bind_int64(st, 4, (int64_t)c->d_malformed);
+	sqlite3_bind_int64(st, 5, (int64_t)c->d_bad_pages);
+	sqlite3_bind_int64(st, 6, (int64_t)orphans);
+	if (c->cur_epoch >= 0)
+		sqlite3_bind_int64(st, 7, c->cur_epoch);
+	sqlite3_bind_int64(st, 8, c->stream);
+	if (!step_done(c, st, error, "update stream"))
+		return false;
+	pairs = ha_pair_save(c->pair);
+	st = STMT(c, "UPDATE boots SET last_time = ?, pair_state = ? WHERE id = ?", error);
+	sqlite3_bind_int64(st, 1, g_get_real_time());
+	sqlite3_bind_blob(st, 2, g_bytes_get_data(pairs, NULL),
+			  (int)g_bytes_get_size(pairs), SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, c->boot);
+	if (!step_done(c, st, error, "update boot"))
+		return false;
+	if (over_quota(c, &used)) {
+		ha_store_rollback(c->store);
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+			    "disk quota of domain %s reached: the store would grow to %" PRIu64
+			    " bytes, above the quota of %" PRIu64 " bytes; frames from seq %"
+			    PRIu64 " are not stored or acknowledged",
+			    c->domain, used, c->lim.quota_bytes, c->acked + 1);
+		return false;
+	}
+	if (!ha_store_commit(c->store, error))
+		return false;
+	c->st.commits++;
+	c->orphans_saved += orphans;
+	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
+	g_hash_table_remove_all(c->batches);
+	c->batch_bytes = 0;
+	c->batch_frames = 0;
+	queue_ack(c);
+	return true;
+}
+
+/* ---- frames -------------------------------------------------------------------- */
+
+static bool load_boot_state(HaConn *c, const void *pairs, size_t pairs_len, GError **error)
+{
+	sqlite3_stmt *st;
+
+	c->tep = ha_tep_new(c->page_size, c->big_endian);
+	c->pair = ha_pair_new(on_paired, c);
+	if (pairs_len && !ha_pair_load(c->pair, pairs, pairs_len))
+		g_warning("%s: boot %s: stored pairing state unreadable, ignored", c->domain,
+			  c->boot_str);
+	st = STMT(c, "SELECT name, text FROM texts WHERE boot = ? AND kind = 'format'"
+		  " ORDER BY seq", error);
+	sqlite3_bind_int64(st, 1, c->boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		g_autoptr(GError) e = NULL;
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+
+		if (!ha_tep_add_format(c->tep, name, sqlite3_column_blob(st, 1),
+				       (size_t)sqlite3_column_bytes(st, 1), &e))
+			g_warning("%s: boot %s: stored format: %s", c->domain, c->boot_str,
+				  e->message);
+	}
+	sqlite3_reset(st);
+	return true;
+}
+
+static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
+{
+	sqlite3_stmt *st;
+	int64_t now = g_get_real_time();
+	g_autofree void *pairs = NULL;
+	size_t pairs_len = 0;
+	g_autofree char *release = g_strndup(h->release, h->release_len);
+	g_autofree char *clock = g_strndup(h->trace_clock, h->clock_len);
+
+	if (!ha_store_begin(c->store, error))
+		return false;
+	st = STMT(c, "SELECT id, pair_state FROM boots WHERE boot_uuid = ?", error);
+	sqlite3_bind_blob(st, 1, h->boot_id, 16, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		c->boot = sqlite3_column_int64(st, 0);
+		pairs_len = (size_t)sqlite3_column_bytes(st, 1);
+		pairs = g_memdup2(sqlite3_column_blob(st, 1), pairs_len);
+		sqlite3_reset(st);
+		st = STMT(c, "UPDATE boots SET ended = NULL, end_time = NULL, last_time = ?"
+			  " WHERE id = ?", error);
+		sqlite3_bind_int64(st, 1, now);
+		sqlite3_bind_int64(st, 2, c->boot);
+		if (!step_done(c, st, error, "resume boot"))
+			return false;
+	} else {
+		sqlite3_reset(st);
+		st = STMT(c, "INSERT INTO boots(boot_uuid, release, build_id, trace_clock,"
+			  " text_addr, nr_cpus, page_size, map_bits, max_depth, flags,"
+			  " start_time, last_time) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", error);
+		sqlite3_bind_blob(st, 1, h->boot_id, 16, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, release, -1, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 3, h->build_id, h->build_id_len, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, clock, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, (int64_t)h->text_addr);
+		sqlite3_bind_int64(st, 6, h->nr_cpus);
+		sqlite3_bind_int64(st, 7, h->page_size);
+		sqlite3_bind_int64(st, 8, h->map_bits);
+		sqlite3_bind_int64(st, 9, h->max_depth);
+		sqlite3_bind_int64(st, 10, h->flags);
+		sqlite3_bind_int64(st, 11, now);
+		sqlite3_bind_int64(st, 12, now);
+		if (!step_done(c, st, error, "insert boot"))
+			return false;
+		c->boot = sqlite3_last_insert_rowid(ha_store_db(c->store));
+	}
+	/* Any other boot still open, or left disconnected, ended without a BYE and the
+	 * domain has booted again since: it crashed (or was reset). */
+	st = STMT(c, "UPDATE boots SET ended = 'crashed', end_time = last_time"
+		  " WHERE id != ? AND (ended IS NULL OR ended = 'disconnected')", error);
+	sqlite3_bind_int64(st, 1, c->boot);
+	if (!step_done(c, st, error, "close older boots"))
+		return false;
+
+	st = STMT(c, "SELECT id, next_seq, cur_epoch FROM streams WHERE boot = ? AND"
+		  " stream_id = ?", error);
+	sqlite3_bind_int64(st, 1, c->boot);
+	sqlite3_bind_int64(st, 2, (int64_t)h->stream_id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		c->stream = sqlite3_column_int64(st, 0);
+		c->expected = (uint64_t)sqlite3_column_int64(st, 1);
+		c->cur_epoch = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 :
+			       sqlite3_column_int64(st, 2);
+		sqlite3_reset(st);
+	} else {
+		sqlite3_reset(st);
+		st = STMT(c, "INSERT INTO streams(boot, stream_id) VALUES(?, ?)", error);
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, (int64_t)h->stream_id);
+		if (!step_done(c, st, error, "insert stream"))
+			return false;
+		c->stream = sqlite3_last_insert_rowid(ha_store_db(c->store));
+		c->expected = 1;
+	}
+	if (!ha_store_commit(c->store, error))
+		return false;
+	c->acked = c->expected - 1;
+	return load_boot_state(c, pairs, pairs_len, error);
+}
+
+static void queue_welcome(HaConn *c)
+{
+	uint8_t p[16];
+	struct smp_welcome w = { .resume_seq = c->expected, .max_payload = c->lim.max_payload };
+
+	smp_welcome_encode(&w, p, sizeof(p));
+	queue_frame(c, SMP_WELCOME, p, sizeof(p));
+}
+
+static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	struct smp_hello h;
+	int r = smp_hello_decode(&h, f->payload, f->len);
+
+	if (r < 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "malformed HELLO (%s)", smp_strerror(r));
+		return false;
+	}
+	if (c->hello) {
+		if (memcmp(h.boot_id, c->boot_uuid, 16) || h.stream_id != c->stream_id) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "second HELLO on the connection names another boot or stream");
+			return false;
+		}
+		if (++c->hellos > c->lim.max_hellos) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "%u HELLOs on one connection (limit %u)", c->hellos,
+				    c->lim.max_hellos);
+			return false;
+		}
+		if (!ha_conn_flush(c, error))
+			return false;
+		queue_welcome(c);
+		return true;
+	}
+	if (h.page_size > SMP_PAGE_SIZE_MAX || h.map_bits > 19) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "HELLO with page size %u / map bits %u out of range", h.page_size,
+			    h.map_bits);
+		return false;
+	}
+	memcpy(c->boot_uuid, h.boot_id, 16);
+	for (int i = 0, o = 0; i < 16; i++) {
+		o += g_snprintf(c->boot_str + o, sizeof(c->boot_str) - o, "%02x", h.boot_id[i]);
+		if (i == 3 || i == 5 || i == 7 || i == 9)
+			c->boot_str[o++] = '-';
+	}
+	c->stream_id = h.stream_id;
+	c->nr_cpus = h.nr_cpus;
+	c->page_size = h.page_size;
+	c->map_bits = h.map_bits;
+	c->big_endian = h.flags & SMP_HELLO_PAGES_BE;
+	if (!open_stream(c, &h, error))
+		return false;
+	c->hello = true;
+	c->hellos = 1;
+	g_message("%s: %s: boot %s (%.*s) stream %016" PRIx64 ", resuming at seq %" PRIu64,
+		  c->domain, c->peer, c->boot_str, (int)h.release_len, h.release,
+		  c->stream_id, c->expected);
+	queue_welcome(c);
+	return true;
+}
+
+static bool store_text(HaConn *c, const char *kind, const char *name, uint32_t gen,
+		       uint32_t chunk, uint64_t seq, const void *text, size_t len,
+		       GError **error)
+{
+	sqlite3_stmt *st = STMT(c, "INSERT OR REPLACE INTO texts(boot, kind, name,"
+				" generation, chunk, seq, text) VALUES(?,?,?,?,?,?,?)", error);
+
+	sqlite3_bind_int64(st, 1, c->boot);
+	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, gen);
+	sqlite3_bind_int64(st, 5, chunk);
+	sqlite3_bind_int64(st, 6, (int64_t)seq);
+	sqlite3_bind_blob(st, 7, text, (int)len, SQLITE_STATIC);
+	return step_done(c, st, error, "insert text");
+}
+
+static bool on_format(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	struct smp_format m;
+	g_autoptr(GError) e = NULL;
+	g_autofree char *name = NULL;
+	int r = smp_format_decode(&m, f->payload, f->len);
+
+	if (r < 0) {
+		malformed(c, f, "%s", smp_strerror(r));
+		return true;
+	}
+	name = g_strndup(m.name, m.name_len);
+	if (!ha_tep_add_format(c->tep, name, m.text, m.text_len, &e)) {
+		malformed(c, f, "%s", e->message);
+		return true;
+	}
+	return store_text(c, "format", name, 0, 0, f->seq, m.text, m.text_len, error);
+}
+
+static bool on_text(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	struct smp_text m;
+	int r = smp_text_decode(&m, f->payload, f->len);
+
+	if (r < 0) {
+		malformed(c, f, "%s", smp_strerror(r));
+		return true;
+	}
+	return store_text(c, f->type == SMP_KSYMS ? "ksyms" : "modules",
+			  (m.flags & SMP_TEXT_LAST) ? "last" : "", m.generation, m.chunk,
+			  f->seq, m.text, m.text_len, error);
+}
+
+static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	struct smp_page m;
+	g_autoptr(GError) e = NULL;
+	WalkCtx w = { .c = c };
+	int r = smp_page_decode(&m, f->payload, f->len);
+
+	if (r < 0) {
+		malformed(c, f, "%s", smp_strerror(r));
+		return true;
+	}
+	if (m.cpu >= c->nr_cpus || m.data_len > c->page_size) {
+		malformed(c, f, "cpu %u (of %u) or page of %zu bytes (page size %u)", m.cpu,
+			  c->nr_cpus, m.data_len, c->page_size);
+		return true;
+	}
+	w.cpu = m.cpu;
+	w.b = batch_get(c, m.cpu);
+	if (ha_tep_ready(c->tep)) {
+		if (ha_tep_walk_page(c->tep, m.data, m.data_len, on_event, &w, &e) < 0) {
+			c->d_bad_pages++;
+			malformed(c, f, "cpu %u: %s", m.cpu, e->message);
+			return true;
+		}
+	} else if (!c->warned_unparsed) {
+		c->warned_unparsed = true;
+		g_warning("%s: boot %s: PAGE seq %" PRIu64 " before the header_page and stack"
+			  " event formats: stored unparsed", c->domain, c->boot_str, f->seq);
+	}
+	if (!w.b->pages)
+		w.b->first_seq = f->seq;
+	w.b->last_seq = f->seq;
+	w.b->pages++;
+	ha_chunk_add_page(w.b->packed, m.data, (uint32_t)m.data_len);
+	return true;
+}
+
+static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	struct smp_delta_rec rec;
+	size_t off = 0;
+	int r;
+	uint32_t slots = c->map_bits ? 2u << c->map_bits : 0;
+
+	if (c->cur_epoch < 0) {
+		malformed(c, f, "STACKS before the stream's first EPOCH");
+		return true;
+	}
+	/* Check every record first: a frame is applied whole or not at all. */
+	while ((r = smp_delta_next(f->payload, f->len, &off, &rec)) == 1) {
+		if (rec.kind != SMP_DELTA_STACK ||
+		    smp_id_tag(rec.stack_id) != smp_epoch_tag((uint64_t)c->cur_epoch) ||
+		    smp_id_slot(rec.stack_id) >= slots) {
+			malformed(c, f, "record at %zu: kind %u id 0x%x not a stack of epoch %"
+				  PRId64 " (slots %u)", off, rec.kind, rec.stack_id,
+				  c->cur_epoch, slots);
+			return true;
+		}
+	}
+	if (r < 0 || off != f->len) {
+		malformed(c, f, "truncated or invalid delta record at offset %zu", off);
+		return true;
+	}
+	off = 0;
+	while (smp_delta_next(f->payload, f->len, &off, &rec) == 1) {
+		sqlite3_stmt *st = STMT(c, "INSERT OR IGNORE INTO stacks(boot, epoch, stack_id,"
+					" nr, ref_count, ips) VALUES(?,?,?,?,?,?)", error);
+
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, c->cur_epoch);
+		sqlite3_bind_int64(st, 3, rec.stack_id);
+		sqlite3_bind_int64(st, 4, rec.nr);
+		sqlite3_bind_int64(st, 5, rec.ref_count);
+		sqlite3_bind_blob(st, 6, rec.ips, (int)rec.nr * 8, SQLITE_STATIC);
+		if (!step_done(c, st, error, "insert stack"))
+			return false;
+	}
+	return true;
+}
+
+static bool on_epoch(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	struct smp_delta_rec rec;
+	size_t off = 0;
+	sqlite3_stmt *st;
+	int r = smp_delta_next(f->payload, f->len, &off, &rec);
+
+	if (r != 1 || off != f->len || rec.kind != SMP_DELTA_EPOCH) {
+		malformed(c, f, "not exactly one epoch record");
+		return true;
+	}
+	if (rec.epoch > INT64_MAX || (c->cur_epoch >= 0 && rec.epoch < (uint64_t)c->cur_epoch)) {
+		malformed(c, f, "epoch %" PRIu64 " goes back from %" PRId64, rec.epoch,
+			  c->cur_epoch);
+		return true;
+	}
+	st = STMT(c, "INSERT OR IGNORE INTO epochs(boot, epoch, tag, start_ts) VALUES(?,?,?,?)",
+		  error);
+	sqlite3_bind_int64(st, 1, c->boot);
+	sqlite3_bind_int64(st, 2, (int64_t)rec.epoch);
+	sqlite3_bind_int64(st, 3, smp_epoch_tag(rec.epoch));
+	sqlite3_bind_int64(st, 4, (int64_t)rec.timestamp);
+	if (!step_done(c, st, error, "insert epoch"))
+		return false;
+	c->cur_epoch = (int64_t)rec.epoch;
+	return true;
+}
+
+static bool on_lost(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	struct smp_lost m;
+	sqlite3_stmt *st;
+	int r = smp_lost_decode(&m, f->payload, f->len);
+
+	if (r < 0 || m.nr > c->nr_cpus) {
+		malformed(c, f, "%s", r < 0 ? smp_strerror(r) : "more CPUs than HELLO said");
+		return true;
+	}
+	for (uint32_t i = 0; i < m.nr; i++) {
+		struct smp_lost_cpu lc;
+
+		smp_lost_cpu(&m, i, &lc);
+		if (lc.cpu >= c->nr_cpus) {
+			malformed(c, f, "cpu %u of %u", lc.cpu, c->nr_cpus);
+			return true;
+		}
+	}
+	for (uint32_t i = 0; i < m.nr; i++) {
+		struct smp_lost_cpu lc;
+
+		smp_lost_cpu(&m, i, &lc);
+		st = STMT(c, "INSERT OR REPLACE INTO lost(boot, stream, cpu, overrun,"
+			  " commit_overrun, dropped_events, read_events) VALUES(?,?,?,?,?,?,?)",
+			  error);
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, c->stream);
+		sqlite3_bind_int64(st, 3, lc.cpu);
+		sqlite3_bind_int64(st, 4, (int64_t)lc.overrun);
+		sqlite3_bind_int64(st, 5, (int64_t)lc.commit_overrun);
+		sqlite3_bind_int64(st, 6, (int64_t)lc.dropped_events);
+		sqlite3_bind_int64(st, 7, (int64_t)lc.read_events);
+		if (!step_done(c, st, error, "insert lost"))
+			return false;
+	}
+	st = STMT(c, "UPDATE streams SET dropped_frames = ?, dropped_bytes = ? WHERE id = ?",
+		  error);
+	sqlite3_bind_int64(st, 1, (int64_t)m.agent_dropped_frames);
+	sqlite3_bind_int64(st, 2, (int64_t)m.agent_dropped_bytes);
+	sqlite3_bind_int64(st, 3, c->stream);
+	return step_done(c, st, error, "update dropped");
+}
+
+static bool on_stats(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	uint32_t nr;
+	int r = smp_stats_decode(&nr, f->payload, f->len);
+
+	if (r < 0) {
+		malformed(c, f, "%s", smp_strerror(r));
+		return true;
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		struct smp_stat s;
+		sqlite3_stmt *st = STMT(c, "INSERT OR REPLACE INTO stats(boot, stream, key, value)"
+					" VALUES(?,?,?,?)", error);
+
+		smp_stats_get(f->payload, i, &s);
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, c->stream);
+		sqlite3_bind_int64(st, 3, s.key);
+		sqlite3_bind_int64(st, 4, (int64_t)s.value);
+		if (!step_done(c, st, error, "insert stat"))
+			return false;
+	}
+	return true;
+}
+
+static bool on_bye(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	uint32_t reason;
+	sqlite3_stmt *st;
+	int r = smp_bye_decode(&reason, f->payload, f->len);
+
+	if (r < 0) {
+		malformed(c, f, "%s", smp_strerror(r));
+		return true;
+	}
+	/* Nothing more comes from this boot's ring buffers through this stream. */
+	ha_pair_flush(c->pair);
+	st = STMT(c, "UPDATE boots SET ended = 'clean', end_time = ? WHERE id = ?", error);
+	sqlite3_bind_int64(st, 1, g_get_real_time());
+	sqlite3_bind_int64(st, 2, c->boot);
+	if (!step_done(c, st, error, "bye"))
+		return false;
+	c->bye = true;
+	g_message("%s: boot %s stream %016" PRIx64 ": BYE (%s) at seq %" PRIu64, c->domain,
+		  c->boot_str, c->stream_id, reason == SMP_BYE_RESTART ? "agent restarting" :
+		  "shutdown", f->seq);
+	return true;
+}
+
+static bool apply(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	switch (f->type) {
+	case SMP_FORMAT:
+		return on_format(c, f, error);
+	case SMP_KSYMS:
+	case SMP_MODULES:
+		return on_text(c, f, error);
+	case SMP_PAGE:
+		return on_page(c, f, error);
+	case SMP_STACKS:
+		return on_stacks(c, f, error);
+	case SMP_EPOCH:
+		return on_epoch(c, f, error);
+	case SMP_LOST:
+		return on_lost(c, f, error);
+	case SMP_STATS:
+		return on_stats(c, f, error);
+	case SMP_BYE:
+		return on_bye(c, f, error);
+	default:
+		return true;	/* a newer minor's type: skipped, its seq consumed */
+	}
+}
+
+static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
+{
+	c->st.frames++;
+	if (f->type == SMP_HELLO)
+		return on_hello(c, f, error);
+	if (!c->hello) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "%s frame before HELLO", smp_type_name(f->type) ?
+			    smp_type_name(f->type) : "unknown");
+		return false;
+	}
+	if (f->type == SMP_WELCOME || f->type == SMP_ACK || f->seq == 0) {
+		if (f->type >= 128 && f->seq == 0 && !smp_type_name(f->type))
+			return true;	/* unknown unsequenced host-bound type: ignored */
+		malformed(c, f, "%s", f->seq == 0 ? "sequenced type with seq 0" :
+			  "host-to-guest type from the guest");
+		return true;
+	}
+	if (f->seq < c->expected) {
+		c->st.duplicates++;
+		c->d_dup++;
+		c->ack_wanted = true;
+		return true;
+	}
+	if (f->seq > c->expected) {
+		uint64_t gap = f->seq - c->expected;
+
+		c->st.gap_frames += gap;
+		c->d_gap += gap;
+		g_warning("%s: boot %s stream %016" PRIx64 ": frames %" PRIu64 "..%" PRIu64
+			  " never arrived (the guest dropped them): recorded as loss",
+			  c->domain, c->boot_str, c->stream_id, c->expected, f->seq - 1);
+		c->expected = f->seq;
+	}
+	if (f->type != SMP_HELLO && smp_type_name(f->type) &&
+	    smp_msg_check_size(f->type, f->len) < 0) {
+		malformed(c, f, "payload size %u out of the type's bounds", f->len);
+	} else {
+		if (!ha_store_begin(c->store, error))
+			return false;
+		if (!apply(c, f, error))
+			return false;
+		c->st.applied++;
+	}
+	c->expected = f->seq + 1;
+	c->batch_frames++;
+	c->batch_bytes += f->len;
+	if (c->bye || c->batch_frames >= c->lim.batch_frames ||
+	    c->batch_bytes >= c->lim.batch_bytes)
+		return ha_conn_flush(c, error);
+	return true;
+}
+
+bool ha_conn_process(HaConn *c, GError **error)
+{
+	for (;;) {
+		struct smp_frame f;
+		size_t skipped = 0;
+		int r = smp_decoder_next(c->dec, &f, &skipped);
+
+		if (r == 0)
+			return true;
+		if (r == 1) {
+			if (!on_frame(c, &f, error))
+				return false;
+			if (c->st.malformed > c->lim.max_malformed) {
+				g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+					    "%" PRIu64 " malformed frames (limit %u)",
+					    c->st.malformed, c->lim.max_malformed);
+				return false;
+			}
+			continue;
+		}
+		if (r == -EPROTONOSUPPORT) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+				    "guest speaks protocol version %u.%u, this host-agent %u.%u",
+				    f.major, f.minor, SMP_VERSION_MAJOR, SMP_VERSION_MINOR);
+			return false;
+		}
+		{
+			const struct smp_decoder_stats *ds = smp_decoder_stats(c->dec);
+			uint64_t bad = ds->garbage_runs + ds->header_errors +
+				       ds->payload_errors + ds->oversize;
+
+			if (bad <= LOG_FIRST_N || bad % LOG_EVERY == 0)
+				g_warning("%s: %s: %s (%zu bytes skipped; %" PRIu64 " garbage"
+					  " bytes so far)", c->domain, c->peer, smp_strerror(r),
+					  skipped, ds->garbage_bytes);
+			if (bad > c->lim.max_malformed) {
+				g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+					    "%" PRIu64 " framing errors (limit %u)", bad,
+					    c->lim.max_malformed);
+				return false;
+			}
+		}
+	}
+}
+
+void ha_conn_close(HaConn *c)
+{
+	g_autoptr(GError) e = NULL;
+	sqlite3_stmt *st;
+
+	if (!c->hello)
+		return;
+	if (!ha_conn_flush(c, &e)) {
+		g_warning("%s: boot %s: last batch not stored: %s", c->domain, c->boot_str,
+			  e->message);
+		ha_store_rollback(c->store);
+		g_clear_error(&e);
+	}
+	if (c->bye)
+		return;
+	st = ha_store_stmt(c->store, "UPDATE boots SET ended = 'disconnected', end_time = ?"
+			   " WHERE id = ? AND ended IS NULL", NULL);
+	if (st) {
+		sqlite3_bind_int64(st, 1, g_get_real_time());
+		sqlite3_bind_int64(st, 2, c->boot);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			g_warning("%s: %s", c->domain, sqlite3_errmsg(ha_store_db(c->store)));
+	}
+	g_message("%s: boot %s stream %016" PRIx64 ": disconnected without BYE after seq %"
+		  PRIu64, c->domain, c->boot_str, c->stream_id, c->expected - 1);
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ingest.h - one guest connection: decode, validate, persist, acknowledge.
+ *
+ * A HaConn is transport-neutral. The source (source-socket.c) reads straight into
+ * ha_conn_space(), calls ha_conn_commit() and ha_conn_process(), and calls
+ * ha_conn_flush() when its input runs dry; it writes whatever ha_conn_output() holds
+ * (WELCOME, ACK) and calls ha_conn_close() on EOF or error.
+ *
+ * Memory per connection is bounded: the proto decoder's one buffer (header + max
+ * payload, twice), a per-CPU batch of packed pages that is flushed at
+ * HaLimits.batch_bytes, and the pairing state (HA_PAIR_DEPTH events per CPU).
+ *
+ * Durability: frames of a batch are applied in one SQLite transaction; the ACK for
+ * them is queued only after ha_store_commit() returned (store.h). A frame is applied
+ * whole or not at all: each one is checked completely before it touches the store.
+ */
+#ifndef HA_INGEST_H
+#define HA_INGEST_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct {
+	uint64_t quota_bytes;	/* database size limit per domain, 0: none */
+	uint32_t max_payload;	/* announced in WELCOME, <= SMP_MAX_PAYLOAD */
+	uint32_t max_malformed;	/* malformed frames per connection before we hang up */
+	uint32_t max_hellos;	/* HELLOs per connection before we hang up */
+	uint32_t batch_bytes;	/* flush a batch at this many payload bytes */
+	uint32_t batch_frames;	/* ... or this many frames */
+	int zstd_level;
+} HaLimits;
+
+void ha_limits_default(HaLimits *l);
+
+typedef struct _HaConn HaConn;
+
+/* @store is borrowed and must outlive the connection. @peer names it in logs. */
+HaConn *ha_conn_new(HaStore *store, const HaLimits *limits, const char *domain,
+		    const char *peer);
+void ha_conn_free(HaConn *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaConn, ha_conn_free)
+
+/* Where to read input to, and how much fits (0: call ha_conn_process first). */
+size_t ha_conn_space(HaConn *c, uint8_t **ret_space);
+void ha_conn_commit(HaConn *c, size_t n);
+
+/*
+ * Decode and apply every whole frame buffered. Returns false with @error when the
+ * connection must be closed (protocol error, unsupported version, too many malformed
+ * frames, store failure, quota reached).
+ */
+bool ha_conn_process(HaConn *c, GError **error);
+
+/* Commit the current batch and queue its ACK. False with @error on store failure or
+ * when the quota is reached (the batch is then rolled back and not acknowledged). */
+bool ha_conn_flush(HaConn *c, GError **error);
+
+/* Bytes waiting to be written to the guest (owned by @c), and how many were written. */
+const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len);
+void ha_conn_output_done(HaConn *c, size_t n);
+
+/* The peer went away (or we hang up): flush what is complete and record how the
+ * stream ended. */
+void ha_conn_close(HaConn *c);
+
+/* Counters for tests and logs. */
+typedef struct {
+	uint64_t frames;
+	uint64_t applied;
+	uint64_t duplicates;
+	uint64_t gap_frames;
+	uint64_t malformed;
+	uint64_t events;
+	uint64_t commits;
+	uint64_t acked;
+} HaConnStats;
+const HaConnStats *ha_conn_stats(const HaConn *c);
+
+#endif /* HA_INGEST_H */

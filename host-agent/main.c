@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+/*
+ * main.c - host-agent: the daemon (options, main loop, signals) and the `report`
+ * command, which reads the store only.
+ */
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "report.h"
+#include "source.h"
+#include "store.h"
+
+#ifndef HA_VERSION
+#define HA_VERSION "unknown"
+#endif
+
+static gboolean on_signal(gpointer loop)
+{
+	g_message("signal received, stopping");
+	g_main_loop_quit(loop);
+	return G_SOURCE_CONTINUE;
+}
+
+static int run_daemon(HaConfig *cfg)
+{
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaStore) store = NULL;
+	g_autoptr(HaSource) src = NULL;
+	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+	g_autofree char *db = NULL;
+	HaLimits lim;
+
+	if (!!cfg->socket == !!cfg->listen) {
+		g_printerr("host-agent: give exactly one of --socket PATH or --listen PATH\n");
+		return 2;
+	}
+	if (g_mkdir_with_parents(cfg->state_dir, 0750) < 0) {
+		g_printerr("host-agent: cannot create %s: %s\n", cfg->state_dir,
+			   g_strerror(errno));
+		return 1;
+	}
+	db = ha_config_db_path(cfg);
+	store = ha_store_open(db, false, &e);
+	if (!store) {
+		g_printerr("host-agent: %s\n", e->message);
+		return 1;
+	}
+	ha_config_limits(cfg, &lim);
+	src = ha_source_new_socket(cfg->socket ? cfg->socket : cfg->listen, !!cfg->listen,
+				   store, &lim, cfg->domain, &e);
+	if (!src || !ha_source_start(src, &e)) {
+		g_printerr("host-agent: %s\n", e->message);
+		return 1;
+	}
+	g_message("domain %s: storing into %s%s", cfg->domain, db,
+		  lim.quota_bytes ? " (quota set)" : "");
+	g_unix_signal_add(SIGTERM, on_signal, loop);
+	g_unix_signal_add(SIGINT, on_signal, loop);
+	g_main_loop_run(loop);
+	g_clear_pointer(&src, ha_source_free);	/* records how the stream ended */
+	return 0;
+}
+
+static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
+		      int limit)
+{
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaStore) store = NULL;
+	g_autoptr(GString) out = g_string_new(NULL);
+	g_autofree char *db = ha_config_db_path(cfg);
+	HaReportOpts o = {
+		.cmd = argc > 0 ? argv[0] : NULL,
+		.arg = argc > 1 ? argv[1] : NULL,
+		.boot = boot,
+		.json = json,
+		.limit = limit > 0 ? (guint)limit : 0,
+	};
+
+	if (!o.cmd) {
+		g_printerr("host-agent report: which report? boots, top, events, stack ID, folded\n");
+		return 2;
+	}
+	if (!g_file_test(db, G_FILE_TEST_EXISTS)) {
+		g_printerr("host-agent report: no store for domain %s (%s)\n", cfg->domain, db);
+		return 1;
+	}
+	store = ha_store_open(db, true, &e);
+	if (!store || !ha_report(store, &o, out, &e)) {
+		g_printerr("host-agent report: %s\n", e->message);
+		return 1;
+	}
+	fwrite(out->str, 1, out->len, stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	HaConfig cfg;
+	gboolean version = FALSE, json = FALSE;
+	char *boot = NULL;
+	gint limit = 0, max_malformed = -1, batch_mb = -1;
+	gint64 quota_mb = -1;
+	int rc;
+	GOptionEntry entries[] = {
+		{ "socket", 0, 0, G_OPTION_ARG_FILENAME, &cfg.socket,
+		  "Connect to a QEMU -chardev socket,server=on at PATH", "PATH" },
+		{ "listen", 0, 0, G_OPTION_ARG_FILENAME, &cfg.listen,
+		  "Listen at PATH for a QEMU -chardev socket,server=off", "PATH" },
+		{ "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &cfg.state_dir,
+		  "Where the per-domain databases live", "DIR" },
+		{ "domain-name", 0, 0, G_OPTION_ARG_STRING, &cfg.domain,
+		  "Name of the domain's store (default: default)", "NAME" },
+		{ "config", 0, 0, G_OPTION_ARG_FILENAME, &cfg.config,
+		  "GKeyFile with a [host-agent] group of these long options", "FILE" },
+		{ "quota-mb", 0, 0, G_OPTION_ARG_INT64, &quota_mb,
+		  "Disk quota of the domain's store in MiB (default: none)", "MB" },
+		{ "max-malformed", 0, 0, G_OPTION_ARG_INT, &max_malformed,
+		  "Malformed frames per connection before hanging up (default 1000)", "N" },
+		{ "batch-mb", 0, 0, G_OPTION_ARG_INT, &batch_mb,
+		  "Commit a batch at this many MiB of frames (default 8)", "MB" },
+		{ "boot", 0, 0, G_OPTION_ARG_STRING, &boot,
+		  "report: boot number, boot_id prefix or 'all' (default: latest)", "BOOT" },
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "report: JSON output", NULL },
+		{ "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
+		  "report top/events: how many", "N" },
+		{ "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
+		{ NULL },
+	};
+	g_autoptr(GOptionContext) ctx = g_option_context_new(
+		"[report boots|top|events|stack ID|folded] - virtio-stackmap host agent");
+	g_autoptr(GError) e = NULL;
+
+	setlocale(LC_ALL, "");
+	ha_config_init(&cfg);
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	g_option_context_set_description(ctx,
+		"Without a command, runs the daemon: receives a guest's trace stream from its\n"
+		"virtio-serial port (a QEMU chardev socket), stores it durably and ACKs it.\n"
+		"`report` reads the stored data of --domain-name (never the live connection).");
+	if (!g_option_context_parse(ctx, &argc, &argv, &e)) {
+		g_printerr("host-agent: %s\n", e->message);
+		return 2;
+	}
+	if (version) {
+		printf("host-agent %s (protocol %d.%d, store schema %d)\n", HA_VERSION,
+		       1, 0, HA_STORE_SCHEMA);
+		return 0;
+	}
+	cfg.quota_mb = quota_mb;
+	cfg.max_malformed = max_malformed;
+	cfg.batch_mb = batch_mb;
+	signal(SIGPIPE, SIG_IGN);
+	if (!ha_config_load_file(&cfg, &e) || !ha_config_finish(&cfg, &e)) {
+		g_printerr("host-agent: %s\n", e->message);
+		ha_config_clear(&cfg);
+		return 2;
+	}
+	if (argc > 1 && strcmp(argv[1], "report") == 0)
+		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit);
+	else if (argc > 1) {
+		g_printerr("host-agent: unknown command '%s' (try --help)\n", argv[1]);
+		rc = 2;
+	} else
+		rc = run_daemon(&cfg);
+	ha_config_clear(&cfg);
+	g_free(boot);
+	return rc;
+}

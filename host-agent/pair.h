@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pair.h - attach each traced event to the stack event ftrace recorded for it.
+ *
+ * The rule, from linux-6.1 kernel/trace/trace.c: trace_buffer_unlock_commit_regs()
+ * (and trace_function(), __trace_puts() ...) first commits the event, then calls
+ * ftrace_trace_stack() with the *same* trace_ctx, which reserves the stack event
+ * (TRACE_STACK, or TRACE_STACK_ID with the stackmap patches) on the same CPU. So the
+ * stack event carries the event's common_flags, common_preempt_count and common_pid,
+ * and follows it on the same CPU's ring buffer. The two are separate reservations, so
+ * their timestamps usually differ, and an interrupt (or NMI) between the commit and
+ * the stack reservation can put its own events - with or without their stacks - in
+ * between; being nested, those complete before the interrupted context resumes.
+ *
+ * Hence, per CPU, a small stack of events still waiting for their stack: a new
+ * non-stack event is pushed; a stack event takes the most recent waiting event with
+ * the same pid, flags and preempt count, and every event above that one (nested,
+ * without a stack) is finished without a stack. A stack event that matches nothing
+ * (its event was on an earlier page that was lost) is counted as an orphan. The
+ * waiting stack holds at most HA_PAIR_DEPTH events; older ones are finished stackless.
+ */
+#ifndef HA_PAIR_H
+#define HA_PAIR_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tep.h"
+
+#define HA_PAIR_DEPTH 8
+
+typedef enum {
+	HA_STACK_NONE = 0,
+	HA_STACK_ID,		/* stack_id into the map */
+	HA_STACK_FULL,		/* full stack inline (ips) */
+} HaStackKind;
+
+typedef struct {
+	uint32_t cpu;
+	uint64_t ts;
+	int type;
+	int pid;
+	HaStackKind stack;
+	uint32_t stack_id;
+	uint32_t nr_ips;
+	const uint64_t *ips;	/* valid during the callback only */
+	char *text;		/* the caller's per-event text (see ha_pair_feed), or NULL */
+} HaPaired;
+
+/* Called once per finished event. @p->text is freed by the pairer after the call. */
+typedef void (*HaPairFn)(const HaPaired *p, void *user);
+
+typedef struct _HaPair HaPair;
+
+/* Free with ha_pair_free(); @fn is called from ha_pair_feed() and ha_pair_flush(). */
+HaPair *ha_pair_new(HaPairFn fn, void *user);
+void ha_pair_free(HaPair *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaPair, ha_pair_free)
+
+/* Feed one event of @cpu, in ring-buffer order. @text (may be NULL) is taken over. */
+void ha_pair_feed(HaPair *p, uint32_t cpu, const HaEvent *ev, char *text);
+/* Finish every waiting event without a stack. */
+void ha_pair_flush(HaPair *p);
+uint64_t ha_pair_orphans(const HaPair *p);
+
+/* The waiting events (texts dropped), as a new GBytes (g_bytes_unref), so that a
+ * restarted host pairs a stack on the next page with its event on a stored one. */
+GBytes *ha_pair_save(const HaPair *p);
+/* Restore a ha_pair_save() blob; a malformed blob is ignored (returns false). */
+bool ha_pair_load(HaPair *p, const void *data, size_t len);
+
+#endif /* HA_PAIR_H */

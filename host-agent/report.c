@@ -1,0 +1,906 @@
+// SPDX-License-Identifier: MIT
+/* report.c - queries to text and JSON (see report.h). */
+#include "report.h"
+
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk.h"
+#include "pair.h"
+#include "proto.h"
+#include "resolve.h"
+#include "tep.h"
+
+#define TOP_DEFAULT	20u
+#define EVENTS_DEFAULT	50u
+
+typedef enum {
+	ST_NONE,		/* the event had no stack event */
+	ST_MAP,			/* resolved stack_id */
+	ST_FULL,		/* inline full stack */
+	ST_UNRESOLVED,		/* stack_id with no stack for its epoch */
+} StKind;
+
+typedef struct {
+	StKind kind;
+	int64_t sid;		/* stack_id, or fullstacks.id */
+	int64_t epoch;		/* ST_MAP */
+	GArray *ips;		/* uint64_t, innermost first */
+	const char *why;	/* ST_UNRESOLVED (static string) */
+} Stack;
+
+static void stack_clear(Stack *s)
+{
+	if (s->ips)
+		g_array_unref(s->ips);
+	memset(s, 0, sizeof(*s));
+}
+
+static GArray *ips_from_blob(const void *blob, int bytes)
+{
+	GArray *a = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	const uint8_t *p = blob;
+
+	for (int i = 0; i + 8 <= bytes; i += 8) {
+		uint64_t v;
+
+		memcpy(&v, p + i, 8);
+		v = GUINT64_FROM_LE(v);
+		g_array_append_val(a, v);
+	}
+	return a;
+}
+
+/* Which epoch does a stack_id seen between ts_min and ts_max belong to? */
+static void resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
+			uint64_t ts_max, Stack *ret)
+{
+	sqlite3_stmt *st;
+	int64_t epoch = -1;
+
+	ret->kind = ST_UNRESOLVED;
+	ret->sid = id;
+	ret->epoch = -1;
+	st = ha_store_stmt(s, "SELECT epoch FROM epochs WHERE boot = ? AND tag = ? AND"
+			   " start_ts <= ? ORDER BY epoch DESC LIMIT 1", NULL);
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, smp_id_tag(id));
+	sqlite3_bind_int64(st, 3, (int64_t)ts_min);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		epoch = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (epoch < 0) {
+		ret->why = "no epoch with its tag had started";
+		return;
+	}
+	if (ts_max > ts_min) {
+		st = ha_store_stmt(s, "SELECT 1 FROM epochs WHERE boot = ? AND tag = ? AND"
+				   " start_ts > ? AND start_ts <= ? LIMIT 1", NULL);
+		sqlite3_bind_int64(st, 1, boot);
+		sqlite3_bind_int64(st, 2, smp_id_tag(id));
+		sqlite3_bind_int64(st, 3, (int64_t)ts_min);
+		sqlite3_bind_int64(st, 4, (int64_t)ts_max);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			sqlite3_reset(st);
+			ret->why = "its events span two epochs with the same tag";
+			return;
+		}
+		sqlite3_reset(st);
+	}
+	ret->epoch = epoch;
+	st = ha_store_stmt(s, "SELECT ips FROM stacks WHERE boot = ? AND epoch = ? AND"
+			   " stack_id = ?", NULL);
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, epoch);
+	sqlite3_bind_int64(st, 3, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		ret->kind = ST_MAP;
+		ret->ips = ips_from_blob(sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0));
+	} else {
+		ret->why = "no stack received for this id in its epoch";
+	}
+	sqlite3_reset(st);
+}
+
+static void resolve_full(HaStore *s, int64_t id, Stack *ret)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT ips FROM fullstacks WHERE id = ?", NULL);
+
+	ret->kind = ST_UNRESOLVED;
+	ret->sid = id;
+	ret->why = "full stack missing";
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		ret->kind = ST_FULL;
+		ret->ips = ips_from_blob(sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0));
+	}
+	sqlite3_reset(st);
+}
+
+/* chunk_stacks.sid (NULL / >= 0 / < 0) to a Stack. */
+static void resolve_sid(HaStore *s, int64_t boot, bool null, int64_t sid, uint64_t ts_min,
+			uint64_t ts_max, Stack *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (null)
+		ret->kind = ST_NONE;
+	else if (sid >= 0)
+		resolve_map(s, boot, (uint32_t)sid, ts_min, ts_max, ret);
+	else
+		resolve_full(s, -sid, ret);
+}
+
+/* ---- output helpers ----------------------------------------------------------- */
+
+static void json_str(GString *o, const char *s)
+{
+	g_string_append_c(o, '"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			g_string_append_printf(o, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			g_string_append_printf(o, "\\u%04x", ch);
+		else
+			g_string_append_c(o, (char)ch);
+	}
+	g_string_append_c(o, '"');
+}
+
+static char *fmt_time(int64_t us)
+{
+	g_autoptr(GDateTime) t = NULL;
+
+	if (us <= 0)
+		return g_strdup("-");
+	t = g_date_time_new_from_unix_utc(us / G_USEC_PER_SEC);
+	return t ? g_date_time_format(t, "%Y-%m-%d %H:%M:%S") : g_strdup("-");
+}
+
+static char *stack_label(const Stack *st)
+{
+	switch (st->kind) {
+	case ST_NONE:
+		return g_strdup("[no stack]");
+	case ST_MAP:
+		return g_strdup_printf("stack_id 0x%08" PRIx64 " (epoch %" PRId64 ", slot %u)",
+				       st->sid, st->epoch, smp_id_slot((uint32_t)st->sid));
+	case ST_FULL:
+		return g_strdup_printf("full stack #%" PRId64, st->sid);
+	default:
+		return g_strdup_printf("stack_id 0x%08" PRIx64 " UNRESOLVED: %s", st->sid,
+				       st->why);
+	}
+}
+
+static void print_frames(GString *o, const Stack *st, const HaSyms *syms, const char *indent)
+{
+	if (!st->ips)
+		return;
+	for (guint i = 0; i < st->ips->len; i++) {
+		g_autofree char *f = ha_syms_format(syms, g_array_index(st->ips, uint64_t, i));
+
+		g_string_append_printf(o, "%s%s\n", indent, f);
+	}
+}
+
+static void json_frames(GString *o, const Stack *st, const HaSyms *syms)
+{
+	g_string_append(o, "[");
+	for (guint i = 0; st->ips && i < st->ips->len; i++) {
+		uint64_t ip = g_array_index(st->ips, uint64_t, i);
+		g_autofree char *f = ha_syms_format(syms, ip);
+		g_autofree char *a = g_strdup_printf("0x%" PRIx64, ip);
+
+		g_string_append_printf(o, "%s{\"ip\":", i ? "," : "");
+		json_str(o, a);
+		g_string_append(o, ",\"sym\":");
+		json_str(o, f);
+		g_string_append(o, "}");
+	}
+	g_string_append(o, "]");
+}
+
+static void json_stack(GString *o, const Stack *st, const HaSyms *syms)
+{
+	static const char *const kinds[] = { "none", "stack_id", "full", "unresolved" };
+
+	g_string_append_printf(o, "{\"kind\":\"%s\"", kinds[st->kind]);
+	if (st->kind == ST_MAP || st->kind == ST_UNRESOLVED)
+		g_string_append_printf(o, ",\"stack_id\":%" PRId64 ",\"epoch\":%" PRId64,
+				       st->sid, st->epoch);
+	if (st->kind == ST_FULL)
+		g_string_append_printf(o, ",\"full_id\":%" PRId64, st->sid);
+	if (st->why) {
+		g_string_append(o, ",\"why\":");
+		json_str(o, st->why);
+	}
+	g_string_append(o, ",\"frames\":");
+	json_frames(o, st, syms);
+	g_string_append(o, "}");
+}
+
+/* Outermost first, ';'-separated, for flame graphs. g_free(). */
+static char *folded(const Stack *st, const HaSyms *syms)
+{
+	GString *o = g_string_new(NULL);
+
+	if (st->kind == ST_NONE || st->kind == ST_UNRESOLVED) {
+		g_autofree char *l = stack_label(st);
+
+		g_string_append(o, l);
+		return g_string_free(o, FALSE);
+	}
+	for (guint i = st->ips->len; i-- > 0;) {
+		g_autofree char *f = ha_syms_format(syms, g_array_index(st->ips, uint64_t, i));
+		char *plus = strchr(f, '+');
+
+		if (plus)
+			*plus = '\0';	/* flame graphs merge by function */
+		if (o->len)
+			g_string_append_c(o, ';');
+		g_string_append(o, f);
+	}
+	return g_string_free(o, FALSE);
+}
+
+/* ---- boot selection -------------------------------------------------------------- */
+
+static GArray *select_boots(HaStore *s, const char *arg, GError **error)
+{
+	GArray *ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	sqlite3_stmt *st;
+	const char *sql;
+	g_autofree char *pat = NULL;
+
+	if (!arg) {
+		sql = "SELECT MAX(id) FROM boots HAVING MAX(id) IS NOT NULL";
+	} else if (strcmp(arg, "all") == 0) {
+		sql = "SELECT id FROM boots ORDER BY id";
+	} else if (arg[strspn(arg, "0123456789")] == '\0' && strlen(arg) < 10) {
+		sql = "SELECT id FROM boots WHERE id = CAST(?1 AS INTEGER)";
+	} else {
+		GString *p = g_string_new(NULL);
+
+		for (const char *c = arg; *c; c++)
+			if (*c != '-')
+				g_string_append_c(p, g_ascii_toupper(*c));
+		g_string_append_c(p, '%');
+		pat = g_string_free(p, FALSE);
+		sql = "SELECT id FROM boots WHERE hex(boot_uuid) LIKE ?2 ORDER BY id";
+	}
+	st = ha_store_stmt(s, sql, error);
+	if (!st) {
+		g_array_unref(ids);
+		return NULL;
+	}
+	if (arg && !pat && strcmp(arg, "all"))
+		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+	if (pat)
+		sqlite3_bind_text(st, 2, pat, -1, SQLITE_TRANSIENT);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		g_array_append_vals(ids, &(int64_t){ sqlite3_column_int64(st, 0) }, 1);
+	sqlite3_reset(st);
+	if (!ids->len) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no boot matches '%s' in %s",
+			    arg ? arg : "(latest)", ha_store_path(s));
+		g_array_unref(ids);
+		return NULL;
+	}
+	return ids;
+}
+
+static char *boot_uuid_str(HaStore *s, int64_t boot)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT lower(hex(boot_uuid)) FROM boots WHERE"
+					 " id = ?", NULL);
+	char *r = NULL;
+
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *h = (const char *)sqlite3_column_text(st, 0);
+
+		if (h && strlen(h) == 32)
+			r = g_strdup_printf("%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12,
+					    h + 16, h + 20);
+	}
+	sqlite3_reset(st);
+	return r ? r : g_strdup("?");
+}
+
+/* ---- boots -------------------------------------------------------------------- */
+
+static int64_t scalar(HaStore *s, const char *sql, int64_t boot)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
+	int64_t v = 0;
+
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return v;
+}
+
+static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError **error)
+{
+	g_autoptr(GArray) ids = select_boots(s, o->boot ? o->boot : "all", error);
+
+	if (!ids)
+		return false;
+	if (o->json)
+		g_string_append(out, "[");
+	else
+		g_string_append_printf(out, "%-4s %-36s %-22s %-19s %-19s %-12s %10s %10s %8s %6s\n",
+				       "BOOT", "BOOT_ID", "KERNEL", "START (UTC)", "END (UTC)",
+				       "ENDED", "EVENTS", "LOST", "STACKS", "EPOCHS");
+	for (guint i = 0; i < ids->len; i++) {
+		int64_t b = g_array_index(ids, int64_t, i);
+		sqlite3_stmt *st = ha_store_stmt(s, "SELECT release, start_time, COALESCE(end_time,"
+						 " last_time), COALESCE(ended, 'running') FROM boots"
+						 " WHERE id = ?", error);
+		g_autofree char *uuid = boot_uuid_str(s, b);
+		g_autofree char *rel = NULL, *start = NULL, *end = NULL, *ended = NULL;
+		int64_t events, lost_frames, overrun, stacks, epochs, unresolved_note;
+
+		if (!st)
+			return false;
+		sqlite3_bind_int64(st, 1, b);
+		if (sqlite3_step(st) != SQLITE_ROW) {
+			sqlite3_reset(st);
+			continue;
+		}
+		rel = g_strdup((const char *)sqlite3_column_text(st, 0));
+		start = fmt_time(sqlite3_column_int64(st, 1));
+		end = fmt_time(sqlite3_column_int64(st, 2));
+		ended = g_strdup((const char *)sqlite3_column_text(st, 3));
+		sqlite3_reset(st);
+		events = scalar(s, "SELECT COALESCE(SUM(cs.count), 0) FROM chunk_stacks cs JOIN"
+				" chunks c ON c.id = cs.chunk WHERE c.boot = ?", b);
+		lost_frames = scalar(s, "SELECT COALESCE(SUM(gap_frames), 0) FROM streams"
+				     " WHERE boot = ?", b);
+		overrun = scalar(s, "SELECT COALESCE(SUM(overrun + dropped_events), 0) FROM lost"
+				 " WHERE boot = ?", b);
+		stacks = scalar(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", b) +
+			 scalar(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", b);
+		epochs = scalar(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", b);
+		unresolved_note = scalar(s, "SELECT COALESCE(SUM(malformed), 0) FROM streams"
+					 " WHERE boot = ?", b);
+		if (o->json) {
+			g_string_append_printf(out, "%s{\"boot\":%" PRId64 ",\"boot_id\":",
+					       i ? "," : "", b);
+			json_str(out, uuid);
+			g_string_append(out, ",\"kernel\":");
+			json_str(out, rel ? rel : "");
+			g_string_append(out, ",\"start\":");
+			json_str(out, start);
+			g_string_append(out, ",\"end\":");
+			json_str(out, end);
+			g_string_append(out, ",\"ended\":");
+			json_str(out, ended);
+			g_string_append_printf(out, ",\"events\":%" PRId64 ",\"lost_frames\":%"
+					       PRId64 ",\"lost_events\":%" PRId64 ",\"stacks\":%"
+					       PRId64 ",\"epochs\":%" PRId64 ",\"malformed\":%"
+					       PRId64 "}", events, lost_frames, overrun, stacks,
+					       epochs, unresolved_note);
+		} else {
+			g_autofree char *lost = g_strdup_printf("%" PRId64 "f/%" PRId64 "e",
+								lost_frames, overrun);
+
+			g_string_append_printf(out, "%-4" PRId64 " %-36s %-22.22s %-19s %-19s %-12s"
+					       " %10" PRId64 " %10s %8" PRId64 " %6" PRId64 "\n",
+					       b, uuid, rel ? rel : "?", start, end, ended, events,
+					       lost, stacks, epochs);
+		}
+	}
+	if (o->json)
+		g_string_append(out, "]\n");
+	else
+		g_string_append(out, "LOST: frames the guest agent could not deliver (f) / ring-buffer"
+				" events overwritten or dropped in the guest (e).\n");
+	return true;
+}
+
+/* ---- top / folded --------------------------------------------------------------- */
+
+typedef struct {
+	int64_t boot;
+	uint64_t count;
+	Stack st;
+	char *key;
+} Entry;
+
+static void entry_free(gpointer p)
+{
+	Entry *e = p;
+
+	stack_clear(&e->st);
+	g_free(e->key);
+	g_free(e);
+}
+
+static int entry_cmp(gconstpointer a, gconstpointer b)
+{
+	const Entry *x = *(Entry *const *)a, *y = *(Entry *const *)b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return g_strcmp0(x->key, y->key);
+}
+
+static void add_entry(GHashTable *by_key, int64_t boot, Stack *st, uint64_t count,
+		      const HaSyms *syms, bool merge_symbolic)
+{
+	g_autofree char *key = NULL;
+	Entry *e;
+
+	if (merge_symbolic)
+		key = folded(st, syms);
+	else if (st->kind == ST_MAP)
+		key = g_strdup_printf("%" PRId64 ":e%" PRId64 ":%" PRId64, boot, st->epoch, st->sid);
+	else if (st->kind == ST_FULL)
+		key = g_strdup_printf("%" PRId64 ":f%" PRId64, boot, st->sid);
+	else if (st->kind == ST_NONE)
+		key = g_strdup_printf("%" PRId64 ":none", boot);
+	else
+		key = g_strdup_printf("%" PRId64 ":u%" PRId64 ":%s", boot, st->sid, st->why);
+	e = g_hash_table_lookup(by_key, key);
+	if (e) {
+		e->count += count;
+		stack_clear(st);
+		return;
+	}
+	e = g_new0(Entry, 1);
+	e->boot = boot;
+	e->count = count;
+	e->st = *st;
+	memset(st, 0, sizeof(*st));
+	e->key = g_steal_pointer(&key);
+	g_hash_table_insert(by_key, e->key, e);
+}
+
+typedef struct {
+	int64_t v[5];
+} Row5;
+
+/* Aggregate chunk_stacks of @boot into @by_key. */
+static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *syms,
+		    bool merge_symbolic, GError **error)
+{
+	sqlite3_stmt *st;
+	g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(Row5));
+
+	st = ha_store_stmt(s, "SELECT cs.sid IS NULL, COALESCE(cs.sid, 0), SUM(cs.count),"
+			   " MIN(cs.ts_min), MAX(cs.ts_max) FROM chunk_stacks cs JOIN chunks c"
+			   " ON c.id = cs.chunk WHERE c.boot = ? GROUP BY cs.sid", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		Row5 r;
+
+		for (int i = 0; i < 5; i++)
+			r.v[i] = sqlite3_column_int64(st, i);
+		g_array_append_val(rows, r);
+	}
+	sqlite3_reset(st);
+	for (guint i = 0; i < rows->len; i++) {
+		int64_t *r = g_array_index(rows, Row5, i).v;
+		Stack stk;
+
+		resolve_sid(s, boot, r[0], r[1], (uint64_t)r[3], (uint64_t)r[4], &stk);
+		if (stk.kind == ST_UNRESOLVED && r[1] >= 0 && !r[0] && stk.why &&
+		    strstr(stk.why, "span")) {
+			/* Split by chunk: each chunk's range resolves on its own. */
+			sqlite3_stmt *q = ha_store_stmt(s, "SELECT cs.count, cs.ts_min, cs.ts_max"
+						" FROM chunk_stacks cs JOIN chunks c ON c.id ="
+						" cs.chunk WHERE c.boot = ? AND cs.sid = ?", error);
+			g_autoptr(GArray) parts = g_array_new(FALSE, FALSE, sizeof(Row5));
+
+			stack_clear(&stk);
+			if (!q)
+				return false;
+			sqlite3_bind_int64(q, 1, boot);
+			sqlite3_bind_int64(q, 2, r[1]);
+			while (sqlite3_step(q) == SQLITE_ROW) {
+				Row5 p = { { sqlite3_column_int64(q, 0),
+					     sqlite3_column_int64(q, 1),
+					     sqlite3_column_int64(q, 2) } };
+
+				g_array_append_val(parts, p);
+			}
+			sqlite3_reset(q);
+			for (guint j = 0; j < parts->len; j++) {
+				int64_t *p = g_array_index(parts, Row5, j).v;
+
+				resolve_sid(s, boot, false, r[1], (uint64_t)p[1], (uint64_t)p[2],
+					    &stk);
+				add_entry(by_key, boot, &stk, (uint64_t)p[0], syms, merge_symbolic);
+			}
+			continue;
+		}
+		add_entry(by_key, boot, &stk, (uint64_t)r[2], syms, merge_symbolic);
+	}
+	return true;
+}
+
+static bool report_top(HaStore *s, const HaReportOpts *o, bool as_folded, GString *out,
+		       GError **error)
+{
+	g_autoptr(GArray) ids = select_boots(s, o->boot, error);
+	g_autoptr(GHashTable) by_key = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+							    entry_free);
+	g_autoptr(GPtrArray) v = NULL;
+	GHashTable *syms_by_boot = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+							 (GDestroyNotify)ha_syms_free);
+	uint64_t total = 0;
+	guint limit = as_folded ? G_MAXUINT : (o->limit ? o->limit : TOP_DEFAULT);
+	bool merge = as_folded || (ids && ids->len > 1);
+	bool ok = true;
+
+	if (!ids) {
+		g_hash_table_destroy(syms_by_boot);
+		return false;
+	}
+	for (guint i = 0; i < ids->len && ok; i++) {
+		int64_t b = g_array_index(ids, int64_t, i);
+		HaSyms *syms = ha_syms_load(s, b);
+
+		g_hash_table_insert(syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
+		ok = collect(s, b, by_key, syms, merge, error);
+	}
+	if (!ok) {
+		g_hash_table_destroy(syms_by_boot);
+		return false;
+	}
+	v = g_ptr_array_new();
+	{
+		GHashTableIter it;
+		gpointer k, val;
+
+		g_hash_table_iter_init(&it, by_key);
+		while (g_hash_table_iter_next(&it, &k, &val))
+			g_ptr_array_add(v, val);
+	}
+	g_ptr_array_sort(v, entry_cmp);
+	for (guint i = 0; i < v->len; i++)
+		total += ((Entry *)v->pdata[i])->count;
+	if (o->json)
+		g_string_append_printf(out, "{\"events\":%" PRIu64 ",\"stacks\":[", total);
+	else if (!as_folded)
+		g_string_append_printf(out, "%" PRIu64 " events in %u distinct stacks (%s)\n",
+				       total, v->len, ids->len > 1 ? "all boots, merged by"
+				       " symbolic stack" : "one boot");
+	for (guint i = 0; i < v->len && i < limit; i++) {
+		Entry *e = v->pdata[i];
+		HaSyms *syms = g_hash_table_lookup(syms_by_boot, &e->boot);
+
+		if (o->json) {
+			g_autofree char *f = folded(&e->st, syms);
+
+			g_string_append_printf(out, "%s{\"count\":%" PRIu64 ",\"boot\":%" PRId64
+					       ",\"folded\":", i ? "," : "", e->count, e->boot);
+			json_str(out, f);
+			g_string_append(out, ",\"stack\":");
+			json_stack(out, &e->st, syms);
+			g_string_append(out, "}");
+		} else if (as_folded) {
+			g_autofree char *f = folded(&e->st, syms);
+
+			g_string_append_printf(out, "%s %" PRIu64 "\n", f, e->count);
+		} else {
+			g_autofree char *l = stack_label(&e->st);
+
+			g_string_append_printf(out, "\n#%-3u %10" PRIu64 " events %5.1f%%  %s\n",
+					       i + 1, e->count,
+					       total ? 100.0 * (double)e->count / (double)total : 0,
+					       l);
+			print_frames(out, &e->st, syms, "             ");
+		}
+	}
+	if (o->json)
+		g_string_append(out, "]}\n");
+	g_hash_table_destroy(syms_by_boot);
+	return true;
+}
+
+/* ---- events --------------------------------------------------------------------- */
+
+typedef struct {
+	GArray *evs;		/* Ev */
+	HaStore *store;
+	int64_t boot;
+} EvCtx;
+
+typedef struct {
+	uint64_t ts;
+	uint32_t cpu;
+	int pid;
+	char *text;
+	Stack st;
+} Ev;
+
+typedef struct {
+	HaTep *tep;
+	HaPair *pair;
+	uint32_t cpu;
+} WalkCtx;
+
+static void on_paired(const HaPaired *p, void *user)
+{
+	EvCtx *x = user;
+	Ev e = { .ts = p->ts, .cpu = p->cpu, .pid = p->pid, .text = g_strdup(p->text) };
+
+	if (p->stack == HA_STACK_ID) {
+		resolve_map(x->store, x->boot, p->stack_id, p->ts, p->ts, &e.st);
+	} else if (p->stack == HA_STACK_FULL) {
+		e.st.kind = ST_FULL;
+		e.st.sid = 0;
+		e.st.ips = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+		g_array_append_vals(e.st.ips, p->ips, p->nr_ips);
+	}
+	g_array_append_val(x->evs, e);
+}
+
+static void on_event(const HaEvent *ev, void *user)
+{
+	WalkCtx *w = user;
+
+	ha_pair_feed(w->pair, w->cpu, ev,
+		     ev->kind == HA_EV_OTHER ? ha_tep_format_event(w->tep, ev) : NULL);
+}
+
+static int ev_cmp(gconstpointer a, gconstpointer b)
+{
+	const Ev *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static void ev_clear(gpointer p)
+{
+	Ev *e = p;
+
+	g_free(e->text);
+	stack_clear(&e->st);
+}
+
+static HaTep *load_tep(HaStore *s, int64_t boot)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT page_size, flags FROM boots WHERE id = ?",
+					 NULL);
+	HaTep *t;
+	uint32_t psize = 4096, flags = 0;
+
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		psize = (uint32_t)sqlite3_column_int64(st, 0);
+		flags = (uint32_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	t = ha_tep_new(psize, flags & SMP_HELLO_PAGES_BE);
+	st = ha_store_stmt(s, "SELECT name, text FROM texts WHERE boot = ? AND kind = 'format'"
+			   " ORDER BY seq", NULL);
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		ha_tep_add_format(t, (const char *)sqlite3_column_text(st, 0),
+				  sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+				  NULL);
+	sqlite3_reset(st);
+	return t;
+}
+
+static bool report_events(HaStore *s, const HaReportOpts *o, GString *out, GError **error)
+{
+	g_autoptr(GArray) ids = select_boots(s, o->boot, error);
+	guint want = o->limit ? o->limit : EVENTS_DEFAULT;
+	int64_t boot;
+	g_autoptr(HaTep) tep = NULL;
+	g_autoptr(HaSyms) syms = NULL;
+	g_autoptr(GArray) chunks = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(Ev));
+	EvCtx x = { .evs = evs, .store = s };
+	g_autoptr(HaPair) pair = NULL;
+	g_autofree char *uuid = NULL;
+	sqlite3_stmt *st;
+	uint64_t have = 0;
+	guint first;
+
+	if (!ids)
+		return false;
+	if (ids->len != 1) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "events reports one boot at a time");
+		return false;
+	}
+	boot = g_array_index(ids, int64_t, 0);
+	x.boot = boot;
+	g_array_set_clear_func(evs, ev_clear);
+	tep = load_tep(s, boot);
+	syms = ha_syms_load(s, boot);
+	pair = ha_pair_new(on_paired, &x);
+	/* Newest chunks until they hold enough events (twice: stack events count too),
+	 * plus one per CPU before them for pairing context, decoded oldest first. */
+	st = ha_store_stmt(s, "SELECT id, nr_events FROM chunks WHERE boot = ? AND nr_pages > 0"
+			   " ORDER BY ts_max DESC, id DESC", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW && have < 2ull * want + 64) {
+		int64_t id = sqlite3_column_int64(st, 0);
+
+		have += (uint64_t)sqlite3_column_int64(st, 1);
+		g_array_append_val(chunks, id);
+	}
+	sqlite3_reset(st);
+	for (guint i = chunks->len; i-- > 0;) {
+		int64_t id = g_array_index(chunks, int64_t, i);
+		g_autoptr(GBytes) raw = NULL;
+		g_autoptr(GError) e = NULL;
+		WalkCtx w = { .tep = tep, .pair = pair };
+		const uint8_t *page;
+		uint32_t len;
+		size_t off = 0;
+
+		st = ha_store_stmt(s, "SELECT cpu, data FROM chunks WHERE id = ?", error);
+		if (!st)
+			return false;
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) != SQLITE_ROW) {
+			sqlite3_reset(st);
+			continue;
+		}
+		w.cpu = (uint32_t)sqlite3_column_int64(st, 0);
+		raw = ha_chunk_decompress(sqlite3_column_blob(st, 1),
+					  (size_t)sqlite3_column_bytes(st, 1), &e);
+		sqlite3_reset(st);
+		if (!raw) {
+			g_string_append_printf(out, "chunk %" PRId64 " unreadable: %s\n", id,
+					       e->message);
+			continue;
+		}
+		while (ha_chunk_next_page(raw, &off, &page, &len))
+			if (ha_tep_walk_page(tep, page, len, on_event, &w, NULL) < 0)
+				g_string_append_printf(out, "chunk %" PRId64 ": unparsable page\n",
+						       id);
+	}
+	ha_pair_flush(pair);
+	g_array_sort(evs, ev_cmp);
+	first = evs->len > want ? evs->len - want : 0;
+	uuid = boot_uuid_str(s, boot);
+	if (o->json)
+		g_string_append_printf(out, "{\"boot\":%" PRId64 ",\"events\":[", boot);
+	else
+		g_string_append_printf(out, "last %u events of boot %" PRId64 " (%s), oldest"
+				       " first:\n", evs->len - first, boot, uuid);
+	for (guint i = first; i < evs->len; i++) {
+		Ev *e = &g_array_index(evs, Ev, i);
+
+		if (o->json) {
+			g_string_append_printf(out, "%s{\"ts\":%" PRIu64 ",\"cpu\":%u,\"pid\":%d,"
+					       "\"event\":", i > first ? "," : "", e->ts, e->cpu,
+					       e->pid);
+			json_str(out, e->text ? e->text : "");
+			g_string_append(out, ",\"stack\":");
+			json_stack(out, &e->st, syms);
+			g_string_append(out, "}");
+		} else {
+			g_autofree char *l = stack_label(&e->st);
+
+			g_string_append_printf(out, "\n%" PRIu64 ".%09" PRIu64 " cpu%u pid %d  %s\n"
+					       "    %s\n", e->ts / 1000000000u,
+					       e->ts % 1000000000u, e->cpu, e->pid,
+					       e->text ? e->text : "?", l);
+			print_frames(out, &e->st, syms, "      ");
+		}
+	}
+	if (o->json)
+		g_string_append(out, "]}\n");
+	return true;
+}
+
+/* ---- stack ID --------------------------------------------------------------------- */
+
+static bool report_stack(HaStore *s, const HaReportOpts *o, GString *out, GError **error)
+{
+	g_autoptr(GArray) ids = select_boots(s, o->boot, error);
+	g_autoptr(HaSyms) syms = NULL;
+	char *end = NULL;
+	uint64_t id;
+	int64_t boot;
+	sqlite3_stmt *st;
+	guint n = 0;
+
+	if (!ids)
+		return false;
+	if (!o->arg || !*o->arg || (id = g_ascii_strtoull(o->arg, &end, 0), *end) ||
+	    id > 0x7fffffffu) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "stack wants a stack_id (decimal or 0x hex), got '%s'",
+			    o->arg ? o->arg : "");
+		return false;
+	}
+	boot = g_array_index(ids, int64_t, 0);
+	syms = ha_syms_load(s, boot);
+	st = ha_store_stmt(s, "SELECT e.epoch, e.start_ts, s.ips, s.ref_count FROM epochs e"
+			   " LEFT JOIN stacks s ON s.boot = e.boot AND s.epoch = e.epoch AND"
+			   " s.stack_id = ?2 WHERE e.boot = ?1 AND e.tag = ?3 ORDER BY e.epoch",
+			   error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, (int64_t)id);
+	sqlite3_bind_int64(st, 3, smp_id_tag((uint32_t)id));
+	if (o->json)
+		g_string_append_printf(out, "{\"boot\":%" PRId64 ",\"stack_id\":%" PRIu64
+				       ",\"epochs\":[", boot, id);
+	else
+		g_string_append_printf(out, "stack_id 0x%08" PRIx64 " (tag %u, slot %u) in boot %"
+				       PRId64 ":\n", id, smp_id_tag((uint32_t)id),
+				       smp_id_slot((uint32_t)id), boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		Stack stk = { .sid = (int64_t)id, .epoch = sqlite3_column_int64(st, 0) };
+
+		if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+			stk.kind = ST_UNRESOLVED;
+			stk.why = "no stack received for this id in this epoch";
+		} else {
+			stk.kind = ST_MAP;
+			stk.ips = ips_from_blob(sqlite3_column_blob(st, 2),
+						sqlite3_column_bytes(st, 2));
+		}
+		if (o->json) {
+			g_string_append_printf(out, "%s{\"epoch_start_ts\":%" PRId64 ",\"stack\":",
+					       n ? "," : "", (int64_t)sqlite3_column_int64(st, 1));
+			json_stack(out, &stk, syms);
+			g_string_append(out, "}");
+		} else {
+			g_autofree char *l = stack_label(&stk);
+
+			g_string_append_printf(out, "  epoch %" PRId64 " (from ts %" PRId64 "): %s,"
+					       " ref_count %" PRId64 "\n", stk.epoch,
+					       (int64_t)sqlite3_column_int64(st, 1), l,
+					       (int64_t)sqlite3_column_int64(st, 3));
+			print_frames(out, &stk, syms, "      ");
+		}
+		stack_clear(&stk);
+		n++;
+	}
+	sqlite3_reset(st);
+	if (o->json)
+		g_string_append(out, "]}\n");
+	else if (!n)
+		g_string_append(out, "  no epoch with this tag: unresolved\n");
+	return true;
+}
+
+bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error)
+{
+	if (!ha_store_exec(store, "BEGIN", error))	/* one consistent snapshot */
+		return false;
+	bool ok;
+
+	if (!g_strcmp0(o->cmd, "boots"))
+		ok = report_boots(store, o, out, error);
+	else if (!g_strcmp0(o->cmd, "top"))
+		ok = report_top(store, o, false, out, error);
+	else if (!g_strcmp0(o->cmd, "folded"))
+		ok = report_top(store, o, true, out, error);
+	else if (!g_strcmp0(o->cmd, "events"))
+		ok = report_events(store, o, out, error);
+	else if (!g_strcmp0(o->cmd, "stack"))
+		ok = report_stack(store, o, out, error);
+	else {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "unknown report '%s' (boots, top, events, stack ID, folded)",
+			    o->cmd ? o->cmd : "");
+		ok = false;
+	}
+	ha_store_exec(store, "COMMIT", NULL);
+	return ok;
+}

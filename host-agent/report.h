@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.h - answers from the store (never from a live connection).
+ *
+ *   boots        one line per boot: kernel, start, end, how it ended, events, loss,
+ *                stacks, epochs
+ *   top          stacks by event count, resolved
+ *   events       the last N events with their resolved stacks (post-mortem)
+ *   stack ID     one stack_id, in every epoch it exists in
+ *   folded       "outer;...;inner count" lines for flame graphs
+ *
+ * A stack_id resolves through the epoch in effect at the event's time (the newest
+ * epoch with the id's tag that started at or before it, PROTOCOL.md 6.1) to the stack
+ * the guest exported for (boot, epoch, id). When no such stack was received, or the
+ * events of one id span the start of another epoch with the same tag, the id is shown
+ * as unresolved: never guessed.
+ */
+#ifndef HA_REPORT_H
+#define HA_REPORT_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct {
+	const char *cmd;	/* boots, top, events, stack, folded */
+	const char *boot;	/* NULL: latest; "all"; a boots.id; a boot_id prefix */
+	const char *arg;	/* stack: the id */
+	guint limit;		/* top / events: how many (0: default) */
+	bool json;
+} HaReportOpts;
+
+/* Append the report to @out. False with @error on a bad argument or store error. */
+bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error);
+
+#endif /* HA_REPORT_H */

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/* resolve.c - kallsyms lookup (see resolve.h). */
+#include "resolve.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	uint64_t addr;
+	const char *name;	/* into HaSyms.strings */
+	const char *module;	/* NULL for vmlinux */
+} Sym;
+
+struct _HaSyms {
+	GArray *syms;		/* Sym, sorted by addr */
+	GStringChunk *strings;
+};
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const Sym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+HaSyms *ha_syms_parse(const char *text, size_t len)
+{
+	HaSyms *s = g_new0(HaSyms, 1);
+	size_t off = 0;
+
+	s->syms = g_array_new(FALSE, FALSE, sizeof(Sym));
+	s->strings = g_string_chunk_new(64 * 1024);
+	while (off < len) {
+		const char *line = text + off;
+		const char *nl = memchr(line, '\n', len - off);
+		size_t n = nl ? (size_t)(nl - line) : len - off;
+		g_autofree char *copy = g_strndup(line, n);
+		char **f = NULL;
+		Sym sym = { 0 };
+		char *end;
+
+		off += n + 1;
+		f = g_strsplit_set(copy, " \t", 0);
+		/* fields: addr, type, name, optional [module] (empty tokens skipped) */
+		{
+			const char *tok[4] = { 0 };
+			int k = 0;
+
+			for (int i = 0; f[i] && k < 4; i++)
+				if (*f[i])
+					tok[k++] = f[i];
+			if (k >= 3 && strchr("tTwW", tok[1][0])) {
+				sym.addr = g_ascii_strtoull(tok[0], &end, 16);
+				if (*end == '\0' && sym.addr) {
+					sym.name = g_string_chunk_insert_const(s->strings, tok[2]);
+					if (k == 4 && tok[3][0] == '[') {
+						g_autofree char *m = g_strndup(tok[3] + 1,
+							strcspn(tok[3] + 1, "]"));
+
+						sym.module = g_string_chunk_insert_const(s->strings, m);
+					}
+					g_array_append_val(s->syms, sym);
+				}
+			}
+		}
+		g_strfreev(f);
+	}
+	qsort(s->syms->data, s->syms->len, sizeof(Sym), sym_cmp);
+	return s;
+}
+
+void ha_syms_free(HaSyms *s)
+{
+	if (!s)
+		return;
+	g_array_unref(s->syms);
+	g_string_chunk_free(s->strings);
+	g_free(s);
+}
+
+guint ha_syms_count(const HaSyms *s)
+{
+	return s->syms->len;
+}
+
+HaSyms *ha_syms_load(HaStore *store, int64_t boot)
+{
+	sqlite3 *db = ha_store_db(store);
+	sqlite3_stmt *st = NULL;
+	g_autoptr(GString) text = g_string_new(NULL);
+	int64_t gen = -1;
+
+	/* The newest generation whose LAST chunk arrived. */
+	if (sqlite3_prepare_v2(db, "SELECT MAX(generation) FROM texts WHERE boot = ? AND"
+			       " kind = 'ksyms' AND name = 'last'", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, boot);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+			gen = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (gen >= 0 &&
+	    sqlite3_prepare_v2(db, "SELECT text FROM texts WHERE boot = ? AND kind = 'ksyms'"
+			       " AND generation = ? ORDER BY chunk", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, boot);
+		sqlite3_bind_int64(st, 2, gen);
+		while (sqlite3_step(st) == SQLITE_ROW)
+			g_string_append_len(text, sqlite3_column_blob(st, 0),
+					    sqlite3_column_bytes(st, 0));
+	}
+	sqlite3_finalize(st);
+	return ha_syms_parse(text->str, text->len);
+}
+
+char *ha_syms_format(const HaSyms *s, uint64_t ip)
+{
+	const Sym *v = (const Sym *)s->syms->data;
+	guint lo = 0, hi = s->syms->len;
+
+	if (ip == 0x7fffffff)
+		return g_strdup("[ftrace trampoline]");
+	while (lo < hi) {
+		guint mid = lo + (hi - lo) / 2;
+
+		if (v[mid].addr <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || ip - v[lo - 1].addr >= HA_SYM_MAX_SIZE)
+		return g_strdup_printf("0x%016" PRIx64, ip);
+	if (v[lo - 1].module)
+		return g_strdup_printf("%s+0x%" PRIx64 " [%s]", v[lo - 1].name,
+				       ip - v[lo - 1].addr, v[lo - 1].module);
+	return g_strdup_printf("%s+0x%" PRIx64, v[lo - 1].name, ip - v[lo - 1].addr);
+}

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/* source-socket.c - QEMU chardev unix socket source (see source.h). */
+#include "source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gio.h>
+#include <glib-unix.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define BACKOFF_MIN_MS	100u
+#define BACKOFF_MAX_MS	5000u
+#define READS_PER_WAKE	64	/* then yield to the main loop */
+#define FLUSH_EVERY_US	(100 * 1000)
+
+struct _HaSource {
+	char *path;
+	bool listen;
+	HaStore *store;
+	HaLimits limits;
+	char *domain;
+
+	int listen_fd;
+	guint listen_watch;
+	guint retry_timer;
+	unsigned int backoff_ms;
+
+	int fd;			/* the guest connection, -1 when none */
+	guint watch;
+	HaConn *conn;
+	gint64 last_flush;
+};
+
+static void link_close(HaSource *s, const char *why);
+static void schedule_connect(HaSource *s);
+
+static bool sockaddr_for(const char *path, struct sockaddr_un *sa, GError **error)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "socket path too long: %s", path);
+		return false;
+	}
+	strcpy(sa->sun_path, path);
+	return true;
+}
+
+static void write_output(HaSource *s)
+{
+	size_t len;
+	const uint8_t *out = ha_conn_output(s->conn, &len);
+
+	while (len) {
+		ssize_t n = send(s->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				g_debug("%s: write: %s", s->path, g_strerror(errno));
+			return;	/* retried at the next wake-up; ACKs are cumulative */
+		}
+		ha_conn_output_done(s->conn, (size_t)n);
+		out = ha_conn_output(s->conn, &len);
+	}
+}
+
+static bool flush(HaSource *s)
+{
+	g_autoptr(GError) e = NULL;
+
+	s->last_flush = g_get_monotonic_time();
+	if (!ha_conn_flush(s->conn, &e)) {
+		g_critical("%s: %s", s->domain, e->message);
+		return false;
+	}
+	write_output(s);
+	return true;
+}
+
+static gboolean on_readable(gint fd, GIOCondition cond, gpointer user)
+{
+	HaSource *s = user;
+
+	for (int i = 0; i < READS_PER_WAKE; i++) {
+		g_autoptr(GError) e = NULL;
+		uint8_t *space;
+		size_t room = ha_conn_space(s->conn, &space);
+		ssize_t n;
+
+		if (room == 0) {
+			if (!ha_conn_process(s->conn, &e))
+				goto fail;
+			room = ha_conn_space(s->conn, &space);
+			if (room == 0) {
+				link_close(s, "decoder stuck");
+				return G_SOURCE_REMOVE;
+			}
+		}
+		n = read(fd, space, room);
+		if (n > 0) {
+			ha_conn_commit(s->conn, (size_t)n);
+			if (!ha_conn_process(s->conn, &e))
+				goto fail;
+			if (g_get_monotonic_time() - s->last_flush > FLUSH_EVERY_US && !flush(s))
+				goto hangup;
+			write_output(s);
+			continue;
+		}
+		if (n == 0) {
+			link_close(s, "guest side closed the connection");
+			return G_SOURCE_REMOVE;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN) {
+			/* Input ran dry: commit what we have and acknowledge it. */
+			if (!flush(s))
+				goto hangup;
+			return G_SOURCE_CONTINUE;
+		}
+		link_close(s, g_strerror(errno));
+		return G_SOURCE_REMOVE;
+fail:
+		g_warning("%s: %s: closing the connection: %s", s->domain, s->path, e->message);
+		link_close(s, NULL);
+		return G_SOURCE_REMOVE;
+	}
+	return G_SOURCE_CONTINUE;
+hangup:
+	link_close(s, NULL);
+	return G_SOURCE_REMOVE;
+}
+
+static void link_open(HaSource *s, int fd)
+{
+	g_autofree char *peer = g_strdup_printf("socket %s", s->path);
+
+	g_unix_set_fd_nonblocking(fd, TRUE, NULL);
+	s->fd = fd;
+	s->conn = ha_conn_new(s->store, &s->limits, s->domain, peer);
+	s->last_flush = g_get_monotonic_time();
+	s->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_readable, s);
+	g_message("%s: connected (%s)", s->domain, peer);
+}
+
+/* @why: NULL when the reason was already logged. Keep the watch bookkeeping exact:
+ * called from on_readable, whose watch is removed by its return value. */
+static void link_close(HaSource *s, const char *why)
+{
+	if (s->fd < 0)
+		return;
+	if (why)
+		g_message("%s: %s: %s", s->domain, s->path, why);
+	if (s->watch && g_main_current_source() &&
+	    g_source_get_id(g_main_current_source()) == s->watch)
+		s->watch = 0;	/* our caller returns G_SOURCE_REMOVE */
+	if (s->watch)
+		g_source_remove(s->watch);
+	s->watch = 0;
+	ha_conn_close(s->conn);
+	ha_conn_free(s->conn);
+	s->conn = NULL;
+	close(s->fd);
+	s->fd = -1;
+	if (!s->listen)
+		schedule_connect(s);
+}
+
+static bool try_connect(HaSource *s)
+{
+	struct sockaddr_un sa;
+	int fd;
+
+	if (!sockaddr_for(s->path, &sa, NULL))
+		return false;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		g_debug("%s: connect %s: %s", s->domain, s->path, g_strerror(errno));
+		close(fd);
+		return false;
+	}
+	link_open(s, fd);
+	return true;
+}
+
+static gboolean on_retry(gpointer user)
+{
+	HaSource *s = user;
+
+	s->retry_timer = 0;
+	if (try_connect(s)) {
+		s->backoff_ms = BACKOFF_MIN_MS;
+		return G_SOURCE_REMOVE;
+	}
+	if (s->backoff_ms == BACKOFF_MIN_MS)
+		g_message("%s: %s not available, retrying with backoff up to %u ms", s->domain,
+			  s->path, BACKOFF_MAX_MS);
+	s->backoff_ms = MIN(s->backoff_ms * 2, BACKOFF_MAX_MS);
+	schedule_connect(s);
+	return G_SOURCE_REMOVE;
+}
+
+static void schedule_connect(HaSource *s)
+{
+	if (!s->retry_timer)
+		s->retry_timer = g_timeout_add(s->backoff_ms, on_retry, s);
+}
+
+static gboolean on_accept(gint fd, GIOCondition cond, gpointer user)
+{
+	HaSource *s = user;
+	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (c < 0)
+		return G_SOURCE_CONTINUE;
+	if (s->fd >= 0) {
+		g_warning("%s: %s: refusing a second connection while a guest is connected",
+			  s->domain, s->path);
+		close(c);
+		return G_SOURCE_CONTINUE;
+	}
+	link_open(s, c);
+	return G_SOURCE_CONTINUE;
+}
+
+HaSource *ha_source_new_socket(const char *path, bool listening, HaStore *store,
+			       const HaLimits *limits, const char *domain, GError **error)
+{
+	HaSource *s = g_new0(HaSource, 1);
+	struct sockaddr_un sa;
+
+	s->path = g_strdup(path);
+	s->listen = listening;
+	s->store = store;
+	s->limits = *limits;
+	s->domain = g_strdup(domain);
+	s->fd = -1;
+	s->listen_fd = -1;
+	s->backoff_ms = BACKOFF_MIN_MS;
+	if (!sockaddr_for(path, &sa, error)) {
+		ha_source_free(s);
+		return NULL;
+	}
+	if (listening) {
+		s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		unlink(path);	/* a stale socket from a previous run */
+		if (s->listen_fd < 0 ||
+		    bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    listen(s->listen_fd, 4) < 0) {
+			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+				    "listen on %s: %s", path, g_strerror(errno));
+			ha_source_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+bool ha_source_start(HaSource *s, GError **error)
+{
+	if (s->listen) {
+		s->listen_watch = g_unix_fd_add(s->listen_fd, G_IO_IN, on_accept, s);
+		g_message("%s: listening on %s", s->domain, s->path);
+	} else if (!try_connect(s)) {
+		on_retry(s);
+	}
+	return true;
+}
+
+void ha_source_free(HaSource *s)
+{
+	if (!s)
+		return;
+	s->listen = true;	/* no reconnection from here on */
+	link_close(s, "host-agent stopping");
+	if (s->retry_timer)
+		g_source_remove(s->retry_timer);
+	if (s->listen_watch)
+		g_source_remove(s->listen_watch);
+	if (s->listen_fd >= 0) {
+		close(s->listen_fd);
+		unlink(s->path);
+	}
+	g_free(s->path);
+	g_free(s->domain);
+	g_free(s);
+}

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+/* store.c - schema, migrations, transactions (see store.h). */
+#include "store.h"
+
+#include <gio/gio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct _HaStore {
+	sqlite3 *db;
+	char *path;
+	bool in_txn;
+	GHashTable *stmts;	/* sql (static string) -> sqlite3_stmt */
+};
+
+/* Migration i brings schema version i to i + 1. Append only. */
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE boots("
+	" id INTEGER PRIMARY KEY, boot_uuid BLOB NOT NULL UNIQUE, release TEXT,"
+	" build_id BLOB, trace_clock TEXT, text_addr INTEGER, nr_cpus INTEGER,"
+	" page_size INTEGER, map_bits INTEGER, max_depth INTEGER, flags INTEGER,"
+	" start_time INTEGER, last_time INTEGER, end_time INTEGER, ended TEXT,"
+	" pair_state BLOB);"
+	"CREATE TABLE streams("
+	" id INTEGER PRIMARY KEY, boot INTEGER NOT NULL REFERENCES boots(id),"
+	" stream_id INTEGER NOT NULL, next_seq INTEGER NOT NULL DEFAULT 1,"
+	" gap_frames INTEGER NOT NULL DEFAULT 0, dup_frames INTEGER NOT NULL DEFAULT 0,"
+	" malformed INTEGER NOT NULL DEFAULT 0, cur_epoch INTEGER,"
+	" dropped_frames INTEGER NOT NULL DEFAULT 0, dropped_bytes INTEGER NOT NULL DEFAULT 0,"
+	" orphan_stacks INTEGER NOT NULL DEFAULT 0, bad_pages INTEGER NOT NULL DEFAULT 0,"
+	" UNIQUE(boot, stream_id));"
+	"CREATE TABLE epochs(boot INTEGER NOT NULL, epoch INTEGER NOT NULL,"
+	" tag INTEGER NOT NULL, start_ts INTEGER NOT NULL, PRIMARY KEY(boot, epoch))"
+	" WITHOUT ROWID;"
+	"CREATE TABLE stacks(boot INTEGER NOT NULL, epoch INTEGER NOT NULL,"
+	" stack_id INTEGER NOT NULL, nr INTEGER NOT NULL, ref_count INTEGER, ips BLOB NOT NULL,"
+	" PRIMARY KEY(boot, epoch, stack_id)) WITHOUT ROWID;"
+	"CREATE TABLE fullstacks(id INTEGER PRIMARY KEY, boot INTEGER NOT NULL,"
+	" ips BLOB NOT NULL, UNIQUE(boot, ips));"
+	"CREATE TABLE chunks(id INTEGER PRIMARY KEY, boot INTEGER NOT NULL,"
+	" cpu INTEGER NOT NULL, first_seq INTEGER, last_seq INTEGER, ts_min INTEGER,"
+	" ts_max INTEGER, nr_pages INTEGER, nr_events INTEGER, raw_bytes INTEGER,"
+	" data BLOB NOT NULL);"
+	"CREATE INDEX chunks_boot_ts ON chunks(boot, ts_max);"
+	"CREATE TABLE chunk_stacks(chunk INTEGER NOT NULL, sid INTEGER, count INTEGER NOT NULL,"
+	" ts_min INTEGER, ts_max INTEGER);"
+	"CREATE INDEX chunk_stacks_chunk ON chunk_stacks(chunk);"
+	"CREATE TABLE texts(boot INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,"
+	" generation INTEGER NOT NULL, chunk INTEGER NOT NULL, seq INTEGER, text BLOB NOT NULL,"
+	" PRIMARY KEY(boot, kind, name, generation, chunk)) WITHOUT ROWID;"
+	"CREATE TABLE lost(boot INTEGER NOT NULL, stream INTEGER NOT NULL, cpu INTEGER NOT NULL,"
+	" overrun INTEGER, commit_overrun INTEGER, dropped_events INTEGER, read_events INTEGER,"
+	" PRIMARY KEY(stream, cpu)) WITHOUT ROWID;"
+	"CREATE TABLE stats(boot INTEGER NOT NULL, stream INTEGER NOT NULL, key INTEGER NOT NULL,"
+	" value INTEGER, PRIMARY KEY(stream, key)) WITHOUT ROWID;",
+};
+
+bool ha_store_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 64 || name[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!g_ascii_isalnum(name[i]) && !strchr("_.-", name[i]))
+			return false;
+	return true;
+}
+
+void ha_store_set_error(HaStore *s, GError **error, const char *what)
+{
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s: %s", s->path, what,
+		    sqlite3_errmsg(s->db));
+}
+
+bool ha_store_exec(HaStore *s, const char *sql, GError **error)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", s->path,
+			    msg ? msg : "sqlite error");
+		sqlite3_free(msg);
+		return false;
+	}
+	return true;
+}
+
+static bool migrate(HaStore *s, GError **error)
+{
+	sqlite3_stmt *st;
+	int version;
+
+	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK) {
+		ha_store_set_error(s, error, "user_version");
+		return false;
+	}
+	sqlite3_step(st);
+	version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version > HA_STORE_SCHEMA) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+			    "%s: schema version %d is newer than this host-agent (%d)",
+			    s->path, version, HA_STORE_SCHEMA);
+		return false;
+	}
+	for (; version < HA_STORE_SCHEMA; version++) {
+		g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d",
+							version + 1);
+
+		if (!ha_store_exec(s, "BEGIN IMMEDIATE", error))
+			return false;
+		if (!ha_store_exec(s, migrations[version], error) ||
+		    !ha_store_exec(s, bump, error)) {
+			ha_store_exec(s, "ROLLBACK", NULL);
+			return false;
+		}
+		if (!ha_store_exec(s, "COMMIT", error))
+			return false;
+		g_message("%s: schema migrated to version %d", s->path, version + 1);
+	}
+	return true;
+}
+
+static void stmt_free(gpointer p)
+{
+	sqlite3_finalize(p);
+}
+
+HaStore *ha_store_open(const char *path, bool readonly, GError **error)
+{
+	g_autoptr(HaStore) s = g_new0(HaStore, 1);
+	int flags = readonly ? SQLITE_OPEN_READONLY
+			     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+
+	s->path = g_strdup(path);
+	s->stmts = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, stmt_free);
+	if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		ha_store_set_error(s, error, "open");
+		return NULL;
+	}
+	sqlite3_busy_timeout(s->db, 5000);
+	if (readonly) {
+		sqlite3_stmt *st;
+		int version = -1;
+
+		if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) ==
+		    SQLITE_OK) {
+			if (sqlite3_step(st) == SQLITE_ROW)
+				version = sqlite3_column_int(st, 0);
+			sqlite3_finalize(st);
+		}
+		if (version != HA_STORE_SCHEMA) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+				    "%s: not a host-agent store of schema %d (found %d)",
+				    path, HA_STORE_SCHEMA, version);
+			return NULL;
+		}
+		return g_steal_pointer(&s);
+	}
+	if (!ha_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+			   "PRAGMA foreign_keys=ON;", error) ||
+	    !migrate(s, error))
+		return NULL;
+	return g_steal_pointer(&s);
+}
+
+void ha_store_free(HaStore *s)
+{
+	if (!s)
+		return;
+	if (s->stmts)
+		g_hash_table_destroy(s->stmts);
+	if (s->db) {
+		if (s->in_txn)
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_close(s->db);
+	}
+	g_free(s->path);
+	g_free(s);
+}
+
+sqlite3 *ha_store_db(HaStore *s)
+{
+	return s->db;
+}
+
+const char *ha_store_path(HaStore *s)
+{
+	return s->path;
+}
+
+bool ha_store_begin(HaStore *s, GError **error)
+{
+	if (s->in_txn)
+		return true;
+	if (!ha_store_exec(s, "BEGIN IMMEDIATE", error))
+		return false;
+	s->in_txn = true;
+	return true;
+}
+
+bool ha_store_commit(HaStore *s, GError **error)
+{
+	if (!s->in_txn)
+		return true;
+	if (!ha_store_exec(s, "COMMIT", error)) {
+		ha_store_rollback(s);
+		return false;
+	}
+	s->in_txn = false;
+	return true;
+}
+
+void ha_store_rollback(HaStore *s)
+{
+	if (s->in_txn)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	s->in_txn = false;
+}
+
+bool ha_store_in_txn(HaStore *s)
+{
+	return s->in_txn;
+}
+
+sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error)
+{
+	sqlite3_stmt *st = g_hash_table_lookup(s->stmts, sql);
+
+	if (st) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		return st;
+	}
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ha_store_set_error(s, error, sql);
+		return NULL;
+	}
+	g_hash_table_insert(s->stmts, (gpointer)sql, st);
+	return st;
+}
+
+uint64_t ha_store_disk_bytes(HaStore *s)
+{
+	g_autofree char *wal = g_strconcat(s->path, "-wal", NULL);
+	struct stat a, b;
+	uint64_t n = 0;
+
+	if (stat(s->path, &a) == 0)
+		n += (uint64_t)a.st_size;
+	if (stat(wal, &b) == 0)
+		n += (uint64_t)b.st_size;
+	return n;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store.h - the per-domain SQLite database.
+ *
+ * One file per domain, <state-dir>/<domain>.db, in WAL mode. The domain name comes
+ * from the operator (validated by ha_store_name_ok()), never from the guest.
+ *
+ * Tables (schema version HA_STORE_SCHEMA, migrations in store.c):
+ *   boots        one row per guest boot_id: kernel release, build-id, clock, first and
+ *                last contact (host time), how it ended ('clean', 'crashed',
+ *                'disconnected', NULL while streaming), and the events still waiting
+ *                for their stack event when the last batch committed (pair.h)
+ *   streams      one row per (boot, stream_id): next expected seq, gaps, malformed
+ *                frames, the epoch the stream's deltas are in, guest drop counters
+ *   epochs       (boot, epoch) -> tag, trace-clock start of the epoch
+ *   stacks       (boot, epoch, stack_id) -> depth, ips (little-endian u64s)
+ *   fullstacks   inline stacks from ftrace/kernel_stack events, deduplicated per boot
+ *   chunks       raw PAGE payloads of one CPU, zstd-compressed, with first/last seq,
+ *                trace-clock range, page and event counts
+ *   chunk_stacks per chunk, how many events had which stack (sid >= 0: map stack_id;
+ *                sid < 0: -fullstacks.id; NULL: no stack), with their time range
+ *   texts        FORMAT, KSYMS and MODULES texts per boot
+ *   lost         latest per-CPU LOST counters per stream
+ *   stats        latest STATS values per stream
+ *
+ * Durability: every connection's frames are applied inside one transaction per batch;
+ * ha_store_commit() returns only once SQLite has committed (synchronous=FULL: with WAL,
+ * NORMAL may lose the last transactions on power loss, and the guest would have dropped
+ * frames we ACKed; FULL fsyncs the WAL at each commit, which batching makes cheap).
+ */
+#ifndef HA_STORE_H
+#define HA_STORE_H
+
+#include <glib.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HA_STORE_SCHEMA 1
+
+typedef struct _HaStore HaStore;
+
+/* True when @name is a usable domain name: [A-Za-z0-9_.-], 1..64, no leading '.'. */
+bool ha_store_name_ok(const char *name);
+
+/*
+ * Open (creating and migrating as needed) the database @path. @readonly opens an
+ * existing database for reports. Returns NULL with @error set on failure; free with
+ * ha_store_free().
+ */
+HaStore *ha_store_open(const char *path, bool readonly, GError **error);
+void ha_store_free(HaStore *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaStore, ha_store_free)
+
+/* The connection, owned by @s. */
+sqlite3 *ha_store_db(HaStore *s);
+const char *ha_store_path(HaStore *s);
+
+/* Run SQL without results. */
+bool ha_store_exec(HaStore *s, const char *sql, GError **error);
+bool ha_store_begin(HaStore *s, GError **error);
+bool ha_store_commit(HaStore *s, GError **error);
+void ha_store_rollback(HaStore *s);
+bool ha_store_in_txn(HaStore *s);
+
+/* A statement prepared once and cached by @s (reset before it is returned). NULL with
+ * @error set when SQL is wrong. Owned by @s. */
+sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error);
+
+/* Bytes used on disk by the database and its WAL. */
+uint64_t ha_store_disk_bytes(HaStore *s);
+
+/* Set @error from the connection's last error, prefixed with @what. */
+void ha_store_set_error(HaStore *s, GError **error, const char *what);
+
+#endif /* HA_STORE_H */

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tep.c - libtraceevent glue (see tep.h).
+ *
+ * libtraceevent's kbuffer trusts the page it walks: a data event of type_len 0 whose
+ * length word is below 4, or a padding event with a negative length, moves its cursor
+ * backwards (an endless loop), and no length is checked against the page. So before a
+ * page goes to kbuffer, layout_ok() walks the same event headers and only checks that
+ * every event moves forward and ends inside the committed bytes, mirroring kbuffer's
+ * own length rules (libtraceevent 1.7, kbuffer-parse.c translate_data()). The parsing
+ * itself - timestamps, time extends, event data - is kbuffer's and tep's.
+ */
+#include "tep.h"
+
+#include <gio/gio.h>
+#include <string.h>
+#include <traceevent/event-parse.h>
+#include <traceevent/kbuffer.h>
+
+#define COMMIT_MASK	((1u << 27) - 1)	/* kbuffer and 6.1 ring_buffer.c */
+#define PAGE_SLACK	64u			/* zeros after the page: lost-events word */
+
+struct _HaTep {
+	struct tep_handle *tep;
+	struct kbuffer *kbuf;
+	uint32_t page_size;
+	bool big_endian;
+	bool have_header;
+	int long_size;
+	uint8_t *page;			/* page_size + PAGE_SLACK, zero padded */
+	size_t page_used;
+	struct tep_event *ev_stack_id;
+	struct tep_format_field *f_stack_id;
+	struct tep_event *ev_kstack;
+	struct tep_format_field *f_ksize;
+	struct tep_format_field *f_kcaller;
+	uint64_t ips[HA_KSTACK_MAX];
+	GHashTable *names;		/* int id -> "sys/name" (owned) */
+};
+
+HaTep *ha_tep_new(uint32_t page_size, bool big_endian)
+{
+	HaTep *t = g_new0(HaTep, 1);
+
+	t->tep = tep_alloc();
+	t->page_size = page_size;
+	t->big_endian = big_endian;
+	t->long_size = 8;
+	tep_set_long_size(t->tep, 8);
+	tep_set_page_size(t->tep, (int)page_size);
+	tep_set_file_bigendian(t->tep, big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	t->page = g_malloc0(page_size + PAGE_SLACK);
+	t->names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	return t;
+}
+
+void ha_tep_free(HaTep *t)
+{
+	if (!t)
+		return;
+	if (t->kbuf)
+		kbuffer_free(t->kbuf);
+	tep_free(t->tep);
+	g_hash_table_destroy(t->names);
+	g_free(t->page);
+	g_free(t);
+}
+
+bool ha_tep_ready(const HaTep *t)
+{
+	return t->have_header && (t->ev_stack_id || t->ev_kstack);
+}
+
+static bool add_header_page(HaTep *t, const char *text, size_t len, GError **error)
+{
+	g_autofree char *copy = g_strndup(text, len);
+	const char *commit = strstr(copy, "local_t commit;");
+
+	if (t->have_header)
+		return true;	/* the layout cannot change within a boot */
+	/* The commit field's size is the guest's long size (header_page format). */
+	if (commit && strstr(commit, "size:4;") &&
+	    strstr(commit, "size:4;") < strstr(commit, "\n"))
+		t->long_size = 4;
+	if (tep_parse_header_page(t->tep, copy, strlen(copy), t->long_size) != 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "header_page format refused by libtraceevent");
+		return false;
+	}
+	tep_set_long_size(t->tep, t->long_size);
+	t->kbuf = kbuffer_alloc(t->long_size == 8 ? KBUFFER_LSIZE_8 : KBUFFER_LSIZE_4,
+				t->big_endian ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
+	if (!t->kbuf) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "kbuffer_alloc failed");
+		return false;
+	}
+	t->have_header = true;
+	return true;
+}
+
+bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
+		       GError **error)
+{
+	const char *slash;
+	g_autofree char *sys = NULL;
+	struct tep_event *ev = NULL;
+
+	if (strcmp(name, "header_page") == 0)
+		return add_header_page(t, text, len, error);
+	if (strcmp(name, "header_event") == 0)
+		return true;
+	slash = strchr(name, '/');
+	if (!slash || slash == name || !slash[1] || strchr(slash + 1, '/')) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "format name '%s' is not SYSTEM/EVENT", name);
+		return false;
+	}
+	sys = g_strndup(name, slash - name);
+	if (tep_find_event_by_name(t->tep, sys, slash + 1))
+		return true;	/* already known: libtraceevent cannot replace it */
+	if (tep_parse_format(t->tep, &ev, text, len, sys) != TEP_ERRNO__SUCCESS || !ev) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "format of %s refused by libtraceevent", name);
+		return false;
+	}
+	g_hash_table_replace(t->names, GINT_TO_POINTER(ev->id), g_strdup(name));
+	if (strcmp(name, "ftrace/stack_id") == 0) {
+		struct tep_format_field *f = tep_find_field(ev, "stack_id");
+
+		if (!f || f->size != 4) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "ftrace/stack_id has no 4-byte field stack_id");
+			return false;
+		}
+		t->ev_stack_id = ev;
+		t->f_stack_id = f;
+	} else if (strcmp(name, "ftrace/kernel_stack") == 0) {
+		struct tep_format_field *fs = tep_find_field(ev, "size");
+		struct tep_format_field *fc = tep_find_field(ev, "caller");
+
+		if (!fs || !fc || fs->size != 4) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "ftrace/kernel_stack lacks size/caller fields");
+			return false;
+		}
+		t->ev_kstack = ev;
+		t->f_ksize = fs;
+		t->f_kcaller = fc;
+	}
+	return true;
+}
+
+const char *ha_tep_event_name(HaTep *t, int type)
+{
+	return g_hash_table_lookup(t->names, GINT_TO_POINTER(type));
+}
+
+static uint32_t rd4(const HaTep *t, const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return t->big_endian ? GUINT32_FROM_BE(v) : GUINT32_FROM_LE(v);
+}
+
+/* Check that kbuffer's walk of (page, 16 + size) stays in bounds and moves forward. */
+static bool layout_ok(const HaTep *t, const uint8_t *data, uint32_t size, GError **error)
+{
+	uint32_t off = 0;
+
+	while (off < size) {
+		uint32_t w, type_len, next;
+
+		if (size - off < 4)
+			goto bad;
+		w = rd4(t, data + off);
+		type_len = t->big_endian ? w >> 27 : w & 0x1f;
+		switch (type_len) {
+		case KBUFFER_TYPE_PADDING: {
+			/* array[0] may lie past the commit for a tail pad: padded zeros */
+			uint32_t l = rd4(t, data + off + 4);
+
+			if (l > size)
+				l = size;	/* ends the walk, like kbuffer */
+			next = off + 4 + l;
+			break;
+		}
+		case KBUFFER_TYPE_TIME_EXTEND:
+			next = off + 8;
+			break;
+		case KBUFFER_TYPE_TIME_STAMP:
+			next = off + 16;	/* libtraceevent 1.7 skips 12 bytes */
+			break;
+		case 0: {
+			uint32_t l;
+
+			if (size - off < 8)
+				goto bad;
+			l = rd4(t, data + off + 4);
+			if (l < 4 || l > size)
+				goto bad;
+			next = off + 8 + ((l - 4 + 3) & ~3u);
+			if (next > size)
+				goto bad;
+			break;
+		}
+		default:
+			next = off + 4 + type_len * 4;
+			if (next > size)
+				goto bad;
+			break;
+		}
+		if (next <= off)
+			goto bad;
+		off = next;
+	}
+	return true;
+bad:
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+		    "ring-buffer event at offset %u runs outside the %u committed bytes",
+		    off, size);
+	return false;
+}
+
+static bool load_page(HaTep *t, const uint8_t *data, size_t len, GError **error)
+{
+	uint64_t commit;
+	uint32_t hdr = 8 + (uint32_t)t->long_size;
+	uint32_t size;
+
+	if (!t->have_header || !t->kbuf) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED,
+			    "page before the header_page format");
+		return false;
+	}
+	if (len < hdr || len > t->page_size) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "page of %zu bytes (page size %u)", len, t->page_size);
+		return false;
+	}
+	if (t->long_size == 8) {
+		memcpy(&commit, data + 8, 8);
+		commit = t->big_endian ? GUINT64_FROM_BE(commit) : GUINT64_FROM_LE(commit);
+	} else {
+		commit = rd4(t, data + 8);
+	}
+	size = (uint32_t)commit & COMMIT_MASK;
+	if (size > len - hdr) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "page commit %u above the %zu bytes received", size, len - hdr);
+		return false;
+	}
+	if (!layout_ok(t, data + hdr, size, error))
+		return false;
+	memcpy(t->page, data, len);
+	if (t->page_used > len)
+		memset(t->page + len, 0, t->page_used - len);
+	t->page_used = len;
+	return true;
+}
+
+static bool read_u(HaTep *t, struct tep_format_field *f, const void *d, uint32_t size,
+		   unsigned long long *v)
+{
+	if (f->offset < 0 || f->size <= 0 || (uint32_t)f->offset + (uint32_t)f->size > size)
+		return false;
+	return tep_read_number_field(f, d, v) == 0;
+}
+
+static void fill_event(HaTep *t, HaEvent *ev, void *d, uint32_t size)
+{
+	struct tep_record rec = { .data = d, .size = (int)size };
+	struct tep_event *te;
+
+	ev->kind = HA_EV_OTHER;
+	ev->type = -1;
+	ev->data = d;
+	ev->size = size;
+	ev->nr_ips = 0;
+	ev->ips = NULL;
+	if (size < 8)
+		return;
+	ev->type = tep_data_type(t->tep, &rec);
+	ev->pid = tep_data_pid(t->tep, &rec);
+	ev->flags = (uint8_t)tep_data_flags(t->tep, &rec);
+	ev->preempt = (uint8_t)tep_data_preempt_count(t->tep, &rec);
+	te = tep_find_event(t->tep, ev->type);
+	if (!te)
+		return;
+	if (te == t->ev_stack_id) {
+		unsigned long long v;
+
+		if (read_u(t, t->f_stack_id, d, size, &v)) {
+			ev->kind = HA_EV_STACK_ID;
+			ev->stack_id = (uint32_t)v;
+		}
+	} else if (te == t->ev_kstack) {
+		unsigned long long n;
+		uint32_t off = (uint32_t)t->f_kcaller->offset;
+		uint32_t room;
+
+		if (!read_u(t, t->f_ksize, d, size, &n) || off > size)
+			return;
+		room = (size - off) / (uint32_t)t->long_size;
+		if (n > room)
+			n = room;
+		if (n > HA_KSTACK_MAX)
+			n = HA_KSTACK_MAX;
+		for (uint32_t i = 0; i < n; i++)
+			t->ips[i] = tep_read_number(t->tep, (uint8_t *)d + off + i * t->long_size,
+						    t->long_size);
+		ev->kind = HA_EV_KSTACK;
+		ev->nr_ips = (uint32_t)n;
+		ev->ips = t->ips;
+	}
+}
+
+long ha_tep_walk_page(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
+		      void *user, GError **error)
+{
+	unsigned long long ts = 0;
+	long n = 0;
+	void *d;
+
+	if (!load_page(t, data, len, error))
+		return -1;
+	if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "kbuffer refused page");
+		return -1;
+	}
+	for (d = kbuffer_read_event(t->kbuf, &ts); d; d = kbuffer_next_event(t->kbuf, &ts)) {
+		HaEvent ev = { .ts = ts };
+		int sz = kbuffer_event_size(t->kbuf);
+
+		if (sz < 0)
+			break;
+		fill_event(t, &ev, d, (uint32_t)sz);
+		if (fn)
+			fn(&ev, user);
+		n++;
+	}
+	return n;
+}
+
+/* tep_print_event() trusts field offsets and __data_loc words: check them first. */
+static bool fields_fit(HaTep *t, struct tep_event *te, const HaEvent *ev)
+{
+	for (struct tep_format_field *f = te->format.fields; f; f = f->next) {
+		if (f->offset < 0 || f->size < 0 ||
+		    (uint64_t)f->offset + (uint64_t)f->size > ev->size)
+			return false;
+		if (f->flags & TEP_FIELD_IS_DYNAMIC) {
+			uint32_t loc;
+
+			if (f->size != 4)
+				return false;
+			loc = (uint32_t)tep_read_number(t->tep,
+					(const uint8_t *)ev->data + f->offset, 4);
+			if ((uint64_t)(loc & 0xffff) + (loc >> 16) > ev->size)
+				return false;
+		}
+	}
+	return true;
+}
+
+char *ha_tep_format_event(HaTep *t, const HaEvent *ev)
+{
+	struct tep_record rec = { .data = (void *)ev->data, .size = (int)ev->size,
+				  .ts = ev->ts };
+	struct tep_event *te = ev->type >= 0 ? tep_find_event(t->tep, ev->type) : NULL;
+	struct trace_seq s;
+	char *out;
+
+	if (!te)
+		return g_strdup_printf("<unknown event type %d>", ev->type);
+	if (!fields_fit(t, te, ev))
+		return g_strdup_printf("%s/%s: <fields outside the %u-byte record>",
+				       te->system, te->name, ev->size);
+	trace_seq_init(&s);
+	trace_seq_printf(&s, "%s/%s: ", te->system, te->name);
+	tep_print_event(t->tep, &s, &rec, "%s", TEP_PRINT_INFO);
+	trace_seq_terminate(&s);
+	out = g_strdup(s.buffer);
+	trace_seq_destroy(&s);
+	return out;
+}

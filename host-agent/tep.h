@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tep.h - libtraceevent glue: parse the guest's raw ring-buffer pages.
+ *
+ * A HaTep owns one struct tep_handle built from the FORMAT texts the guest sent
+ * (header_page and SYSTEM/EVENT formats) and one struct kbuffer. ha_tep_walk_page()
+ * pads a PAGE payload (page header + committed bytes) back to the page size, checks
+ * the committed size against what was received, and walks it with kbuffer, calling
+ * back once per data event with its timestamp, its common fields and, for the two
+ * stack events, the decoded stack:
+ *
+ *   ftrace/stack_id      (TRACE_STACK_ID, field `int stack_id`)   -> HA_EV_STACK_ID
+ *   ftrace/kernel_stack  (TRACE_STACK, `int size; caller[]`)      -> HA_EV_KSTACK
+ *   anything else                                                 -> HA_EV_OTHER
+ *
+ * Every field read is bounded by the event's size as kbuffer reports it, and that size
+ * by the committed bytes of the page: nothing a guest writes into a page makes this
+ * read outside the padded page buffer. Event ids come from the FORMAT texts, never
+ * from constants.
+ */
+#ifndef HA_TEP_H
+#define HA_TEP_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HA_KSTACK_MAX 512	/* deepest full stack we keep (kernel: 512 on x86) */
+
+typedef enum {
+	HA_EV_OTHER = 0,
+	HA_EV_STACK_ID,
+	HA_EV_KSTACK,
+} HaEvKind;
+
+typedef struct {
+	uint64_t ts;		/* trace-clock timestamp, ns */
+	int type;		/* event id from the format, -1 when unknown */
+	HaEvKind kind;
+	int pid;		/* common_pid */
+	uint8_t flags;		/* common_flags */
+	uint8_t preempt;	/* common_preempt_count */
+	uint32_t stack_id;	/* HA_EV_STACK_ID */
+	uint32_t nr_ips;	/* HA_EV_KSTACK */
+	const uint64_t *ips;	/* HA_EV_KSTACK: valid during the callback only */
+	const void *data;	/* the raw event (common header first) */
+	uint32_t size;		/* its size in bytes */
+} HaEvent;
+
+typedef void (*HaEventFn)(const HaEvent *ev, void *user);
+
+typedef struct _HaTep HaTep;
+
+/* Create an empty parser for pages of @page_size bytes. Free with ha_tep_free(). */
+HaTep *ha_tep_new(uint32_t page_size, bool big_endian);
+void ha_tep_free(HaTep *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaTep, ha_tep_free)
+
+/*
+ * Add one FORMAT text: @name is "header_page", "header_event" (ignored: 6.1 has one
+ * layout) or "SYSTEM/EVENT". A later text for an event name already known is ignored
+ * with a warning (libtraceevent cannot replace an event). Returns false and sets
+ * @error when libtraceevent refuses the text.
+ */
+bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
+		       GError **error);
+
+/* True once header_page and ftrace/stack_id or ftrace/kernel_stack are known. */
+bool ha_tep_ready(const HaTep *t);
+
+/*
+ * Walk one PAGE payload (@data, @len: page header + committed bytes). Calls @fn for
+ * each data event in order. Returns the number of events, or -1 with @error set when
+ * the page is malformed (no callback is made for a malformed page: the page is checked
+ * whole before any event is delivered).
+ */
+long ha_tep_walk_page(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
+		      void *user, GError **error);
+
+/* The "system/name" of an event id, or NULL. Owned by @t. */
+const char *ha_tep_event_name(HaTep *t, int type);
+
+/* Print an event's fields as "name: a=1 b=2" into a new string (g_free). */
+char *ha_tep_format_event(HaTep *t, const HaEvent *ev);
+
+#endif /* HA_TEP_H */
