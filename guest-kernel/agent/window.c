@@ -230,12 +230,6 @@ int win_ack(struct win *w, uint64_t acked)
 		w->acked = acked;
 	while (w->count > 0 && w->oldest_seq <= acked)
 		drop_oldest(w, 0);
-	if (w->count == 0 && w->oldest_seq <= acked) {
-		/* everything acked: keep seq numbering contiguous */
-		w->oldest_seq = acked + 1;
-	}
-	if (w->send_seq < w->oldest_seq)
-		w->send_seq = w->oldest_seq;
 	return 0;
 }
 

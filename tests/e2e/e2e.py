@@ -72,7 +72,8 @@ def build_initramfs(kout, workdir):
     name = 'initrd-%s.cpio.gz' % os.path.basename(kout)
     path = os.path.join(workdir, name)
     cmd = [os.path.join(GK, 'initramfs', 'build-initramfs'), kout, path]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    rc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL).returncode
+    check(rc == 0, 'build-initramfs failed (its stderr is above)')
     return path
 
 

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.h - the agent's state and life cycle, shared by main.c (options, main loop)
+ * and collect.c (what is read from the kernel and turned into frames).
+ *
+ * Life cycle: agent_setup() reads the HELLO facts and opens the rings, the delta file
+ * and the window, and queues the first metadata snapshot (FORMAT, KSYMS, MODULES);
+ * the main loop then connects to the port, handshakes, and moves data until SIGTERM,
+ * when it queues the final LOST, STATS and BYE and lingers until BYE is ACKed.
+ */
+#ifndef SMG_AGENT_H
+#define SMG_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "delta.h"
+#include "port.h"
+#include "proto.h"
+#include "ring.h"
+#include "session.h"
+#include "stream.h"
+#include "tracefs.h"
+#include "window.h"
+
+struct options {
+	const char *port_name;
+	const char *port_path;
+	const char *sysfs;
+	const char *procfs;
+	const char *devdir;
+	const char *tracefs;
+	unsigned flush_ms;
+	unsigned long window_kb;
+	unsigned long window_frames;
+	unsigned stats_ms;
+	unsigned rescan_ms;
+	unsigned reconnect_ms;
+	unsigned hello_ms;
+	unsigned linger_ms;
+	struct tracefs_setup setup;
+};
+
+/* The agent's counters that go into STATS (and the log at exit). */
+struct agent_counters {
+	uint64_t pages;		/* PAGE frames built */
+	uint64_t page_bytes;	/* their data bytes */
+	uint64_t empty_pages;	/* pages with nothing committed */
+	uint64_t bad_pages;	/* pages with an impossible commit, not sent */
+	uint64_t missed_pages;	/* pages flagged RB_MISSED_EVENTS */
+	uint64_t stacks;	/* stack records */
+	uint64_t epochs;	/* epoch records */
+	uint64_t bad_deltas;	/* invalid delta buffers discarded */
+};
+
+struct agent {
+	struct options o;
+	char tracefs[4096];
+
+	struct win *win;
+	struct session sess;
+	struct port port;
+	bool have_port;		/* port.path is known */
+	bool connected;		/* a host is there (session not DOWN) */
+
+	struct rings *rings;
+	uint32_t *cpus;
+	uint32_t nr_cpu_dirs;
+	uint32_t nr_cpus;
+	struct page_layout pl;
+	struct delta_reader delta;
+
+	/* HELLO facts */
+	uint8_t boot_id[16];
+	char release[256];
+	uint8_t build_id[255];
+	int build_id_len;
+	char clock[256];
+	uint64_t text_addr;
+	uint64_t stream_id;
+	uint64_t map_epoch;	/* the last epoch the delta file reported */
+
+	/* the metadata snapshot of this stream */
+	char *formats;		/* NUL-separated names sent in this stream */
+	size_t formats_len;
+	char *modules;		/* the last /proc/modules sent */
+	uint32_t ksyms_gen;
+	uint32_t modules_gen;
+	uint64_t meta_lo, meta_hi;
+
+	/* loss and stats as last sent */
+	struct smp_lost_cpu *lost_last;
+	uint64_t lost_frames_last, lost_bytes_last;
+	bool lost_sent;
+	uint64_t stats_sig_last;
+
+	struct agent_counters c;
+
+	/* timers, CLOCK_MONOTONIC ms; 0 = not armed */
+	uint64_t t_gather, t_rescan, t_stats, t_reconnect, t_hello, t_linger;
+	bool stopping;
+	uint64_t bye_seq;
+};
+
+int agent_setup(struct agent *a);
+void agent_free(struct agent *a);
+
+/* (Re)build the HELLO frame from the current facts and hand it to the session. */
+int agent_build_hello(struct agent *a);
+/* Queue a metadata snapshot: FORMAT of every known format, KSYMS, MODULES. @regen:
+ * a new generation (a resend or a change), else generation 0 of a new stream. */
+int agent_send_metadata(struct agent *a, bool regen);
+/* Read every CPU's pages and the delta file into the window. */
+void agent_collect(struct agent *a);
+/* The slow periodic work: new enabled events, module changes, the delta file, LOST. */
+void agent_rescan(struct agent *a);
+/* Queue LOST when something changed (or @force). */
+void agent_queue_lost(struct agent *a, bool force);
+/* Queue STATS when something changed since the last one (or @force). */
+void agent_queue_stats(struct agent *a, bool force);
+/* A fresh stream: new stream_id, empty window, delta file reopened, new snapshot. */
+int agent_fresh_stream(struct agent *a);
+
+#endif

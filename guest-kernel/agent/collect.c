@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: MIT
+/*
+ * collect.c - turning what the kernel exposes into frames: setup, HELLO facts, the
+ * metadata snapshot, pages, delta records, LOST and STATS (see agent.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent.h"
+#include "log.h"
+#include "sysinfo.h"
+#include "util.h"
+
+/* Most pages read from one CPU per collect round: bounds the time of one round. */
+#define COLLECT_MAX_PAGES 1024
+/* Text chunk size: a KSYMS/MODULES frame fits one 32 KiB port write. */
+#define TEXT_CHUNK (32u * 1024u - SMP_HDR_SIZE - SMP_TEXT_FIXED)
+#define KALLSYMS_MAX (128u * 1024u * 1024u)
+
+static bool list_has(const char *list, size_t len, const char *name)
+{
+	for (size_t off = 0; off < len; off += strlen(list + off) + 1)
+		if (strcmp(list + off, name) == 0)
+			return true;
+	return false;
+}
+
+static size_t list_count(const char *list, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t off = 0; off < len; off += strlen(list + off) + 1)
+		n++;
+	return n;
+}
+
+static int list_push(struct agent *a, const char *name)
+{
+	size_t n = strlen(name) + 1;
+	char *p = realloc(a->formats, a->formats_len + n);
+
+	if (!p)
+		return -ENOMEM;
+	memcpy(p + a->formats_len, name, n);
+	a->formats = p;
+	a->formats_len += n;
+	return 0;
+}
+
+/* Send one format file, once per stream unless @again. */
+static int send_format(struct agent *a, const char *name, bool again)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	if (!again && list_has(a->formats, a->formats_len, name))
+		return 0;
+	r = tracefs_read_format(a->tracefs, name, &text, &len);
+	if (r < 0) {
+		log_debug("no format for %s: %s", name, strerror(-r));
+		return r;
+	}
+	if (len == 0)
+		return -ENODATA;
+	r = stream_format(a->win, name, text, len);
+	if (r < 0) {
+		log_warning("cannot send the format of %s: %s", name, strerror(-r));
+		return r;
+	}
+	if (!again)
+		return list_push(a, name);
+	return 0;
+}
+
+static void send_formats_of(struct agent *a, char *names, size_t nr)
+{
+	const char *p = names;
+
+	for (size_t i = 0; i < nr; i++, p += strlen(p) + 1)
+		(void)send_format(a, p, false);
+}
+
+/* Formats of newly enabled events (set_event). */
+static void send_new_formats(struct agent *a)
+{
+	_cleanup_free_ char *names = NULL;
+	size_t nr;
+
+	if (tracefs_enabled_events(a->tracefs, &names, &nr) == 0)
+		send_formats_of(a, names, nr);
+}
+
+static int read_text(const char *root, const char *rel, size_t max, char **ret,
+		     size_t *ret_len)
+{
+	char path[4096];
+	int r = path_fmt(path, sizeof(path), "%s/%s", root, rel);
+
+	return r < 0 ? r : read_file(path, max, ret, ret_len);
+}
+
+static void send_ksyms(struct agent *a)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	r = read_text(a->o.procfs, "kallsyms", KALLSYMS_MAX, &text, &len);
+	if (r < 0) {
+		log_warning("cannot read kallsyms: %s (no KSYMS sent)", strerror(-r));
+		return;
+	}
+	r = stream_text(a->win, SMP_KSYMS, a->ksyms_gen, text, len, TEXT_CHUNK);
+	if (r < 0)
+		log_warning("cannot queue KSYMS: %s", strerror(-r));
+}
+
+static void send_modules(struct agent *a, char *text, size_t len)
+{
+	int r = stream_text(a->win, SMP_MODULES, a->modules_gen, text, len, TEXT_CHUNK);
+
+	if (r < 0)
+		log_warning("cannot queue MODULES: %s", strerror(-r));
+}
+
+int agent_send_metadata(struct agent *a, bool regen)
+{
+	_cleanup_free_ char *mods = NULL, *ftrace = NULL, *enabled = NULL;
+	struct win_stats ws;
+	size_t len = 0, nr;
+
+	win_get_stats(a->win, &ws);
+	a->meta_lo = ws.next_seq;
+	if (regen) {
+		a->ksyms_gen++;
+		a->modules_gen++;
+		for (size_t off = 0; off < a->formats_len; off += strlen(a->formats + off) + 1)
+			(void)send_format(a, a->formats + off, true);
+	} else {
+		(void)send_format(a, "header_page", false);
+		(void)send_format(a, "header_event", false);
+		(void)send_format(a, "ftrace/stack_id", false);
+		(void)send_format(a, "ftrace/kernel_stack", false);
+		/* the rest of ftrace's own events (function, print, ...), all small */
+		if (tracefs_system_events(a->tracefs, "ftrace", &ftrace, &nr) == 0)
+			send_formats_of(a, ftrace, nr);
+	}
+	if (tracefs_enabled_events(a->tracefs, &enabled, &nr) == 0)
+		send_formats_of(a, enabled, nr);
+	send_ksyms(a);
+	if (read_text(a->o.procfs, "modules", KALLSYMS_MAX, &mods, &len) < 0) {
+		mods = strdup("");
+		if (!mods)
+			return -ENOMEM;
+		len = 0;
+	}
+	send_modules(a, mods, len);
+	free(a->modules);
+	a->modules = mods;
+	mods = NULL;
+	win_get_stats(a->win, &ws);
+	a->meta_hi = ws.next_seq - 1;
+	log_info("metadata queued: %zu formats, KSYMS generation %" PRIu32 ", MODULES "
+		 "generation %" PRIu32 " (seq %" PRIu64 "..%" PRIu64 ")",
+		 list_count(a->formats, a->formats_len),
+		 a->ksyms_gen, a->modules_gen, a->meta_lo, a->meta_hi);
+	return 0;
+}
+
+static void modules_rescan(struct agent *a)
+{
+	_cleanup_free_ char *mods = NULL;
+	size_t len;
+
+	if (read_text(a->o.procfs, "modules", KALLSYMS_MAX, &mods, &len) < 0)
+		return;
+	if (a->modules && strcmp(a->modules, mods) == 0)
+		return;
+	a->ksyms_gen++;
+	a->modules_gen++;
+	log_info("module list changed: KSYMS and MODULES generation %" PRIu32,
+		 a->modules_gen);
+	send_ksyms(a);
+	send_modules(a, mods, len);
+	free(a->modules);
+	a->modules = mods;
+	mods = NULL;
+}
+
+static void delta_try_open(struct agent *a)
+{
+	int r;
+
+	if (a->delta.fd >= 0)
+		return;
+	r = delta_open(&a->delta);
+	if (r == -ENOENT)
+		log_once(LOG_NOTICE, "%s does not exist (kernel without the delta export): "
+			 "streaming pages without stack deltas", a->delta.path);
+	else if (r == -EBUSY)
+		log_once(LOG_WARNING, "%s is held by another reader: no stack deltas until "
+			 "it is released", a->delta.path);
+	else if (r < 0)
+		log_once(LOG_WARNING, "cannot open %s: %s", a->delta.path, strerror(-r));
+	else
+		log_info("reading stack deltas from %s", a->delta.path);
+}
+
+static void collect_delta(struct agent *a)
+{
+	for (int round = 0; round < 64 && a->delta.fd >= 0; round++) {
+		struct delta_counts dc = { 0 };
+		size_t bad = 0;
+		long n = delta_read(&a->delta), used;
+
+		if (n < 0) {
+			log_warning("reading %s: %s; reopening later", a->delta.path,
+				    strerror((int)-n));
+			delta_close(&a->delta);
+			return;
+		}
+		if (a->delta.len == 0)
+			return;
+		delta_to_le(a->delta.buf, a->delta.len);
+		used = stream_delta(a->win, a->delta.buf, a->delta.len, 0, &dc, &bad);
+		a->c.stacks += dc.stacks;
+		a->c.epochs += dc.epochs;
+		if (dc.epochs)
+			a->map_epoch = dc.last_epoch;
+		if (used == -EBADMSG) {
+			a->c.bad_deltas++;
+			log_error("%s returned an invalid record at offset %zu: %zu bytes "
+				  "discarded", a->delta.path, bad, a->delta.len - bad);
+			delta_consume(&a->delta, a->delta.len);
+			return;
+		}
+		if (used < 0) {
+			log_warning("cannot queue delta records: %s", strerror((int)-used));
+			return;
+		}
+		delta_consume(&a->delta, (size_t)used);
+		if (n == 0)
+			return;
+	}
+}
+
+void agent_collect(struct agent *a)
+{
+	bool missed_any = false;
+
+	for (uint32_t i = 0; a->rings && i < a->rings->count; i++) {
+		struct ring_cpu *c = &a->rings->cpus[i];
+
+		for (int k = 0; k < COLLECT_MAX_PAGES; k++) {
+			const uint8_t *page;
+			int missed = 0;
+			int r = ring_read_page(a->rings, c, &page);
+
+			if (r == 0)
+				break;
+			if (r < 0) {
+				log_once(LOG_ERR, "reading cpu%" PRIu32 " trace_pipe_raw: %s",
+					 c->cpu, strerror(-r));
+				break;
+			}
+			r = stream_page(a->win, &a->pl, c->cpu, page, a->rings->page_size,
+					&missed);
+			if (r == 1)
+				a->c.pages++;
+			else if (r == 0)
+				a->c.empty_pages++;
+			else {
+				a->c.bad_pages++;
+				log_once(LOG_ERR, "cpu%" PRIu32 ": a page with an impossible "
+					 "commit field (not sent, counted)", c->cpu);
+			}
+			if (missed) {
+				a->c.missed_pages++;
+				missed_any = true;
+			}
+		}
+	}
+	/* After the pages: every stack_id in them was inserted before its event. */
+	collect_delta(a);
+	if (missed_any)
+		agent_queue_lost(a, false);
+}
+
+void agent_queue_lost(struct agent *a, bool force)
+{
+	_cleanup_free_ struct smp_lost_cpu *cpus = NULL;
+	struct win_stats ws;
+	bool changed = force || !a->lost_sent;
+	int r;
+
+	cpus = calloc(a->nr_cpu_dirs, sizeof(*cpus));
+	if (!cpus)
+		return;
+	for (uint32_t i = 0; i < a->nr_cpu_dirs; i++) {
+		cpus[i].cpu = a->cpus[i];
+		(void)tracefs_read_cpu_stats(a->tracefs, a->cpus[i], &cpus[i]);
+		if (memcmp(&cpus[i], &a->lost_last[i], sizeof(cpus[i])) != 0)
+			changed = true;
+	}
+	win_get_stats(a->win, &ws);
+	if (ws.dropped_frames != a->lost_frames_last || ws.dropped_bytes != a->lost_bytes_last)
+		changed = true;
+	if (!changed)
+		return;
+	r = stream_lost(a->win, cpus, a->nr_cpu_dirs, ws.dropped_frames, ws.dropped_bytes);
+	if (r < 0) {
+		log_warning("cannot queue LOST: %s", strerror(-r));
+		return;
+	}
+	/* The LOST frame itself may have pushed out older frames: count those next time. */
+	memcpy(a->lost_last, cpus, a->nr_cpu_dirs * sizeof(*cpus));
+	a->lost_frames_last = ws.dropped_frames;
+	a->lost_bytes_last = ws.dropped_bytes;
+	a->lost_sent = true;
+}
+
+void agent_queue_stats(struct agent *a, bool force)
+{
+	struct smp_stat st[16];
+	struct map_stat ms = { 0 };
+	struct win_stats ws;
+	uint32_t n = 0;
+	uint64_t sig;
+	int r;
+
+	(void)tracefs_read_map_stat(a->tracefs, &ms);
+	win_get_stats(a->win, &ws);
+	/* send only when something moved besides our own STATS traffic */
+	sig = a->c.pages * 31 + a->c.stacks * 37 + a->c.epochs * 41 + ms.entries * 43 +
+	      ms.successes * 47 + ms.drops * 53 + ws.dropped_frames * 59 + ms.epoch * 61;
+	if (!force && sig == a->stats_sig_last)
+		return;
+	if (ms.present) {
+		st[n++] = (struct smp_stat){ SMP_STAT_MAP_ENTRIES, ms.entries };
+		st[n++] = (struct smp_stat){ SMP_STAT_MAP_CAPACITY, ms.capacity };
+		st[n++] = (struct smp_stat){ SMP_STAT_MAP_SUCCESSES, ms.successes };
+		st[n++] = (struct smp_stat){ SMP_STAT_MAP_DROPS, ms.drops };
+		st[n++] = (struct smp_stat){ SMP_STAT_MAP_EPOCH,
+					     ms.has_epoch ? ms.epoch : a->map_epoch };
+	}
+	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_FRAMES, ws.next_seq - 1 };
+	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_BYTES, a->sess.out.bytes };
+	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_RESENT, ws.resent_frames };
+	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_CPU_NS, cpu_time_ns() };
+	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_WRITES, a->sess.out.writes };
+	r = stream_stats(a->win, st, n);
+	if (r < 0) {
+		log_warning("cannot queue STATS: %s", strerror(-r));
+		return;
+	}
+	a->stats_sig_last = sig;
+}
+
+void agent_rescan(struct agent *a)
+{
+	agent_collect(a);		/* the safety net for a missed wake-up */
+	send_new_formats(a);
+	modules_rescan(a);
+	delta_try_open(a);
+	agent_queue_lost(a, false);
+}
+
+int agent_build_hello(struct agent *a)
+{
+	uint8_t frame[SESS_HELLO_MAX];
+	struct map_stat ms = { 0 };
+	struct smp_hello h = { 0 };
+	bool stackmap = false;
+	long r;
+
+	(void)tracefs_read_map_stat(a->tracefs, &ms);
+	(void)tracefs_option(a->tracefs, "stackmap", &stackmap);
+	memcpy(h.boot_id, a->boot_id, 16);
+	h.stream_id = a->stream_id;
+	h.text_addr = a->text_addr;
+	h.nr_cpus = a->nr_cpus;
+	h.page_size = a->pl.page_size;
+	h.map_bits = ms.present ? ms.map_bits : 0;
+	h.max_depth = ms.present ? ms.max_depth : 0;
+	h.map_epoch = ms.has_epoch ? ms.epoch : a->map_epoch;
+	h.flags = stackmap ? SMP_HELLO_STACKMAP : 0;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	h.flags |= SMP_HELLO_PAGES_BE;
+#endif
+	h.release = a->release;
+	h.release_len = (uint8_t)strlen(a->release);
+	h.build_id = a->build_id;
+	h.build_id_len = (uint8_t)(a->build_id_len > 0 ? a->build_id_len : 0);
+	h.trace_clock = a->clock;
+	h.clock_len = (uint8_t)strlen(a->clock);
+	r = stream_hello(&h, frame, sizeof(frame));
+	if (r < 0)
+		return (int)r;
+	sess_set_hello(&a->sess, frame, (size_t)r);
+	return 0;
+}
+
+int agent_fresh_stream(struct agent *a)
+{
+	uint64_t old = a->stream_id, dropped = win_reset(a->win);
+
+	a->stream_id = sysinfo_random_u64();
+	log_notice("fresh stream %016" PRIx64 " (stream %016" PRIx64 " ended; %" PRIu64
+		   " unacknowledged frames of it dropped)", a->stream_id, old, dropped);
+	free(a->formats);
+	a->formats = NULL;
+	a->formats_len = 0;
+	a->ksyms_gen = a->modules_gen = 0;
+	a->lost_sent = false;
+	memset(a->lost_last, 0, a->nr_cpu_dirs * sizeof(*a->lost_last));
+	a->lost_frames_last = a->lost_bytes_last = 0;
+	a->stats_sig_last = 0;
+	/* a new opener starts again with the current epoch and the whole map */
+	delta_close(&a->delta);
+	agent_send_metadata(a, false);
+	delta_try_open(a);
+	return agent_build_hello(a);
+}
+
+static int read_facts(struct agent *a)
+{
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	r = sysinfo_boot_id(a->o.procfs, a->boot_id);
+	if (r < 0) {
+		log_error("cannot read boot_id under %s: %s", a->o.procfs, strerror(-r));
+		return r;
+	}
+	r = sysinfo_release(a->o.procfs, a->release, sizeof(a->release));
+	if (r < 0) {
+		log_error("cannot find the kernel release: %s", strerror(-r));
+		return r;
+	}
+	a->build_id_len = sysinfo_build_id(a->o.sysfs, a->build_id, sizeof(a->build_id));
+	if (a->build_id_len < 0) {
+		log_warning("no vmlinux build-id in %s/kernel/notes: %s", a->o.sysfs,
+			    strerror(-a->build_id_len));
+		a->build_id_len = 0;
+	}
+	if (read_text(a->o.procfs, "kallsyms", KALLSYMS_MAX, &text, NULL) < 0 ||
+	    sysinfo_text_addr(text, &a->text_addr) < 0)
+		log_warning("no _text in kallsyms: HELLO carries text_addr 0");
+	free(text);
+	text = NULL;
+
+	r = read_text(a->tracefs, "trace_clock", TRACEFS_FILE_MAX, &text, NULL);
+	if (r < 0 || tracefs_parse_clock(text, a->clock, sizeof(a->clock)) < 0) {
+		log_warning("cannot read the trace clock: assuming 'local'");
+		strcpy(a->clock, "local");
+	}
+	free(text);
+	text = NULL;
+
+	page_layout_default(&a->pl, (uint32_t)sysconf(_SC_PAGESIZE));
+	r = tracefs_read_format(a->tracefs, "header_page", &text, NULL);
+	if (r < 0 || tracefs_parse_header_page(text, &a->pl) < 0)
+		log_warning("cannot parse events/header_page: assuming the native layout, "
+			    "page size %" PRIu32, a->pl.page_size);
+	if (a->pl.page_size < 4096 || a->pl.page_size > SMP_PAGE_SIZE_MAX ||
+	    (a->pl.page_size & (a->pl.page_size - 1))) {
+		log_error("unsupported ring-buffer page size %" PRIu32, a->pl.page_size);
+		return -EINVAL;
+	}
+
+	r = tracefs_list_cpus(a->tracefs, &a->cpus, &a->nr_cpu_dirs, &a->nr_cpus);
+	if (r < 0) {
+		log_error("no per_cpu directories under %s: %s", a->tracefs, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+int agent_setup(struct agent *a)
+{
+	int r;
+
+	r = tracefs_find(a->o.tracefs, a->tracefs, sizeof(a->tracefs));
+	if (r < 0) {
+		log_error("tracefs not found%s%s", a->o.tracefs ? " at " : "",
+			  a->o.tracefs ? a->o.tracefs : "");
+		return r;
+	}
+	r = tracefs_apply_setup(a->tracefs, &a->o.setup);
+	if (r < 0)
+		log_warning("the tracing setup was applied only in part");
+	r = read_facts(a);
+	if (r < 0)
+		return r;
+	a->lost_last = calloc(a->nr_cpu_dirs, sizeof(*a->lost_last));
+	if (!a->lost_last)
+		return -ENOMEM;
+	r = win_new((size_t)a->o.window_kb * 1024, (uint32_t)a->o.window_frames, &a->win);
+	if (r < 0) {
+		log_error("cannot create a window of %lu KiB / %lu frames: %s",
+			  a->o.window_kb, a->o.window_frames, strerror(-r));
+		return r;
+	}
+	r = sess_init(&a->sess, a->win);
+	if (r < 0)
+		return r;
+	r = rings_open(a->tracefs, a->cpus, a->nr_cpu_dirs, a->pl.page_size, &a->rings);
+	if (r < 0)
+		return r;
+	r = delta_init(&a->delta, a->tracefs);
+	if (r < 0)
+		return r;
+	a->stream_id = sysinfo_random_u64();
+	r = agent_send_metadata(a, false);
+	if (r < 0)
+		return r;
+	delta_try_open(a);
+	r = agent_build_hello(a);
+	if (r < 0)
+		return r;
+	log_info("stream %016" PRIx64 ": kernel %s, %" PRIu32 " CPUs, %" PRIu32 "-byte "
+		 "pages, clock %s, tracefs %s", a->stream_id, a->release, a->nr_cpus,
+		 a->pl.page_size, a->clock, a->tracefs);
+	return 0;
+}
+
+void agent_free(struct agent *a)
+{
+	sess_done(&a->sess);
+	win_free(a->win);
+	rings_close(a->rings);
+	delta_done(&a->delta);
+	port_close(&a->port);
+	free(a->cpus);
+	free(a->formats);
+	free(a->modules);
+	free(a->lost_last);
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ring.c - per-CPU trace_pipe_raw reading (see ring.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "ring.h"
+#include "util.h"
+
+void rings_close(struct rings *rs)
+{
+	if (!rs)
+		return;
+	for (uint32_t i = 0; i < rs->count; i++) {
+		if (rs->cpus[i].fd >= 0)
+			close(rs->cpus[i].fd);
+		free(rs->cpus[i].page);
+	}
+	if (rs->wake_fd >= 0)
+		close(rs->wake_fd);
+	free(rs->cpus);
+	free(rs);
+}
+
+int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t page_size,
+	       struct rings **ret)
+{
+	struct rings *rs;
+	char path[4096];
+	struct stat st;
+	int r;
+
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+	rs->wake_fd = -1;
+	rs->page_size = page_size;
+	rs->cpus = calloc(count, sizeof(*rs->cpus));
+	if (!rs->cpus) {
+		free(rs);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		rs->cpus[i].fd = -1;
+	rs->count = count;
+	for (uint32_t i = 0; i < count; i++) {
+		struct ring_cpu *c = &rs->cpus[i];
+
+		c->cpu = cpus[i];
+		c->page = malloc(page_size);
+		if (!c->page) {
+			rings_close(rs);
+			return -ENOMEM;
+		}
+		r = path_fmt(path, sizeof(path), "%s/per_cpu/cpu%" PRIu32 "/trace_pipe_raw",
+			     tracefs, c->cpu);
+		if (r < 0) {
+			rings_close(rs);
+			return r;
+		}
+		c->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (c->fd < 0) {
+			r = negerrno();
+			log_error("cannot open %s: %s", path, strerror(-r));
+			rings_close(rs);
+			return r;
+		}
+	}
+	/* A regular (tracefs) trace_pipe is the threshold-free wake-up source. */
+	if (path_fmt(path, sizeof(path), "%s/trace_pipe", tracefs) == 0 &&
+	    stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		rs->wake_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (rs->wake_fd < 0)
+			log_warning("cannot open %s (%s): polling per-CPU files", path,
+				    strerror(errno));
+	}
+	*ret = rs;
+	return 0;
+}
+
+int ring_read_page(struct rings *rs, struct ring_cpu *c, const uint8_t **ret_page)
+{
+	while (c->fill < rs->page_size) {
+		ssize_t n = read(c->fd, c->page + c->fill, rs->page_size - c->fill);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return negerrno();
+		}
+		if (n == 0)
+			return 0;	/* empty (a failed page read) or a fake tree's EOF */
+		c->fill += (size_t)n;
+		c->bytes += (size_t)n;
+	}
+	c->fill = 0;
+	c->pages++;
+	*ret_page = c->page;
+	return 1;
+}

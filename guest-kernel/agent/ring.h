@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.h - reading the per-CPU ring buffers through per_cpu/cpuN/trace_pipe_raw.
+ *
+ * Each CPU's file is opened O_NONBLOCK and read with read() one page at a time: in 6.1
+ * read() hands out partial pages (the events committed so far, copied into a page of
+ * their own) and fails with EAGAIN when the CPU's buffer is empty, whereas splice()
+ * waits for full pages. A short read is completed by the next ones (the kernel hands
+ * out the rest of the same page), so a page is only returned whole.
+ *
+ * Wake-ups: poll() on trace_pipe_raw honours buffer_percent (50% by default), which
+ * would delay data by up to half a buffer; the all-CPU `trace_pipe` file polls with no
+ * threshold, so it is the wake-up source when it exists (it is never read). Otherwise
+ * (fake trees in tests) the per-CPU fds are polled.
+ */
+#ifndef SMG_RING_H
+#define SMG_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ring_cpu {
+	uint32_t cpu;
+	int fd;
+	uint8_t *page;
+	size_t fill;		/* bytes of the page read so far */
+	uint64_t pages;		/* pages read */
+	uint64_t bytes;		/* bytes read */
+};
+
+struct rings {
+	struct ring_cpu *cpus;
+	uint32_t count;
+	size_t page_size;
+	int wake_fd;		/* trace_pipe, or -1 */
+};
+
+/* Open trace_pipe_raw of each CPU in @cpus. Free with rings_close(). */
+int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t page_size,
+	       struct rings **ret);
+void rings_close(struct rings *rs);
+
+/* Read the next whole page of @c. 1 and *ret_page (valid until the next call), 0 when
+ * the buffer is empty for now, -errno. */
+int ring_read_page(struct rings *rs, struct ring_cpu *c, const uint8_t **ret_page);
+
+#endif

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+/*
+ * session.c - handshake, ACKs and output of one connection (see session.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "log.h"
+#include "session.h"
+
+int sess_init(struct session *s, struct win *w)
+{
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->win = w;
+	s->host_max_payload = SMP_MAX_PAYLOAD;
+	r = batch_init(&s->out);
+	if (r < 0)
+		return r;
+	s->dec = smp_decoder_new(SESS_INPUT_MAX);
+	if (!s->dec) {
+		batch_done(&s->out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void sess_done(struct session *s)
+{
+	batch_done(&s->out);
+	smp_decoder_free(s->dec);
+	s->dec = NULL;
+}
+
+void sess_set_hello(struct session *s, const uint8_t *frame, size_t len)
+{
+	if (len > sizeof(s->hello))
+		len = sizeof(s->hello);	/* cannot happen: HELLO is bounded */
+	memcpy(s->hello, frame, len);
+	s->hello_len = len;
+}
+
+void sess_start(struct session *s)
+{
+	s->state = SESS_HELLO;
+	s->hello_queued = true;
+}
+
+void sess_down(struct session *s)
+{
+	s->state = SESS_DOWN;
+	s->hello_queued = false;
+	batch_clear(&s->out);
+	smp_decoder_reset(s->dec);
+}
+
+static int on_welcome(struct session *s, const struct smp_frame *f)
+{
+	struct smp_welcome m;
+	struct win_stats ws;
+	int r;
+
+	r = smp_welcome_decode(&m, f->payload, f->len);
+	win_get_stats(s->win, &ws);
+	if (r < 0) {
+		/* resume_seq 0 is the one invalid value the decoder refuses by itself */
+		s->bad_input++;
+		if (f->len == 16 && f->payload[0] == 0 &&
+		    memcmp(f->payload, "\0\0\0\0\0\0\0\0", 8) == 0) {
+			log_error("host sent WELCOME with resume_seq 0 (invalid): "
+				  "starting a fresh stream");
+			return SESS_ACT_FRESH;
+		}
+		log_error("host sent a malformed WELCOME (%" PRIu32 " bytes): %s; "
+			  "restarting the handshake", f->len, smp_strerror(r));
+		return SESS_ACT_REHELLO;
+	}
+	r = win_resume(s->win, m.resume_seq);
+	if (r < 0) {
+		s->bad_input++;
+		log_error("host WELCOME resume_seq %" PRIu64 " is outside what this stream "
+			  "sent (1..%" PRIu64 "): starting a fresh stream",
+			  m.resume_seq, ws.sent_hi + 1);
+		return SESS_ACT_FRESH;
+	}
+	s->welcomes++;
+	s->resume_seq = m.resume_seq;
+	s->host_max_payload = m.max_payload ? m.max_payload : SMP_MAX_PAYLOAD;
+	s->state = SESS_UP;
+	if (m.resume_seq < ws.oldest_seq)
+		log_warning("host resumes at %" PRIu64 " but the window starts at %" PRIu64
+			    ": %" PRIu64 " frames were dropped while it was away",
+			    m.resume_seq, ws.oldest_seq, ws.oldest_seq - m.resume_seq);
+	else
+		log_info("host WELCOME: resuming at seq %" PRIu64 " (%" PRIu64 " to resend)",
+			 m.resume_seq, ws.sent_hi + 1 - m.resume_seq);
+	return SESS_ACT_WELCOME;
+}
+
+static int on_ack(struct session *s, const struct smp_frame *f)
+{
+	struct win_stats ws;
+	uint64_t acked;
+	int r;
+
+	r = smp_ack_decode(&acked, f->payload, f->len);
+	if (r < 0) {
+		s->bad_input++;
+		log_error("host sent a malformed ACK (%" PRIu32 " bytes); restarting the "
+			  "handshake", f->len);
+		return SESS_ACT_REHELLO;
+	}
+	if (s->state == SESS_DOWN)
+		return 0;
+	r = win_ack(s->win, acked);
+	if (r < 0) {
+		win_get_stats(s->win, &ws);
+		s->bad_input++;
+		log_error("host ACKed seq %" PRIu64 ", beyond the last frame sent (%" PRIu64
+			  "); restarting the handshake", acked, ws.sent_hi);
+		return SESS_ACT_REHELLO;
+	}
+	s->acks++;
+	return 0;
+}
+
+static int on_frame(struct session *s, const struct smp_frame *f)
+{
+	const char *name = smp_type_name(f->type);
+
+	switch (f->type) {
+	case SMP_WELCOME:
+		return on_welcome(s, f);
+	case SMP_ACK:
+		return on_ack(s, f);
+	default:
+		s->unknown++;
+		if (name)
+			log_warning("ignoring %s from the host (a guest-to-host message, "
+				    "seq %" PRIu64 ")", name, f->seq);
+		else
+			log_warning("ignoring message of unknown type %u from the host "
+				    "(%" PRIu32 " bytes)", f->type, f->len);
+		return 0;
+	}
+}
+
+int sess_input(struct session *s, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	int act = 0;
+
+	while (len > 0) {
+		size_t n = smp_decoder_feed(s->dec, p, len);
+
+		p += n;
+		len -= n;
+		for (;;) {
+			struct smp_frame f;
+			size_t skipped;
+			int r = smp_decoder_next(s->dec, &f, &skipped);
+
+			if (r == 0)
+				break;
+			if (r == 1) {
+				act |= on_frame(s, &f);
+				continue;
+			}
+			if (r == -EPROTONOSUPPORT) {
+				log_error("host speaks protocol version %u.%u, this agent "
+					  "%u.%u: closing the connection", f.major, f.minor,
+					  SMP_VERSION_MAJOR, SMP_VERSION_MINOR);
+				smp_decoder_reset(s->dec);
+				return act | SESS_ACT_CLOSE;
+			}
+			s->bad_input++;
+			if (!(act & SESS_ACT_REHELLO))
+				log_error("bad input from the host: %s (%zu bytes skipped); "
+					  "restarting the handshake", smp_strerror(r), skipped);
+			act |= SESS_ACT_REHELLO;
+		}
+	}
+	return act;
+}
+
+static void fill(struct session *s)
+{
+	if (s->state == SESS_DOWN)
+		return;
+	if (s->hello_queued) {
+		if (batch_add(&s->out, s->hello, s->hello_len) < 0)
+			return;
+		s->hello_queued = false;
+	}
+	if (s->state != SESS_UP)
+		return;
+	while (batch_pending(&s->out) < BATCH_WRITE_MAX) {
+		const uint8_t *f;
+		uint32_t len;
+		uint64_t seq;
+
+		f = win_next(s->win, &len, &seq, NULL);
+		if (!f)
+			break;
+		if (len - SMP_HDR_SIZE > s->host_max_payload) {
+			s->skipped_oversize++;
+			log_once(LOG_WARNING, "a %s frame of %u bytes is above the host's "
+				 "max_payload %u: not sent (counted)",
+				 smp_type_name(f[6]), len - SMP_HDR_SIZE, s->host_max_payload);
+			win_sent(s->win);
+			continue;
+		}
+		if (batch_add(&s->out, f, len) < 0)
+			break;
+		win_sent(s->win);
+	}
+}
+
+bool sess_want_write(struct session *s)
+{
+	struct win_stats ws;
+
+	if (s->state == SESS_DOWN)
+		return false;
+	if (batch_pending(&s->out) > 0 || s->hello_queued)
+		return true;
+	if (s->state != SESS_UP)
+		return false;
+	win_get_stats(s->win, &ws);
+	return ws.send_seq < ws.next_seq;
+}
+
+int sess_flush(struct session *s, batch_write_fn fn, void *ctx)
+{
+	for (;;) {
+		int r;
+
+		fill(s);
+		if (batch_pending(&s->out) == 0)
+			return 0;
+		r = batch_flush(&s->out, fn, ctx);
+		if (r < 0)
+			return r;
+	}
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.h - one connection's protocol state (PROTOCOL.md section 3): the HELLO /
+ * WELCOME handshake, ACKs, what goes out next, and the host's input judged hostile.
+ *
+ * Overview
+ * --------
+ * A session sits between the window (frames to deliver) and the port (bytes). It has
+ * three states: DOWN (no host), HELLO (HELLO queued or sent, waiting for WELCOME) and
+ * UP (sending window frames from the resume point). It does no I/O itself: the caller
+ * hands it the host's bytes (sess_input) and a writer (sess_flush), and acts on the
+ * returned SESS_ACT_* bits (restart the handshake, start a fresh stream, close).
+ */
+#ifndef SMG_SESSION_H
+#define SMG_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "proto.h"
+#include "window.h"
+
+enum sess_state {
+	SESS_DOWN,
+	SESS_HELLO,
+	SESS_UP,
+};
+
+/* What sess_input() asks the caller to do (bits). */
+enum {
+	SESS_ACT_WELCOME = 1 << 0,	/* a valid WELCOME: the stream resumes */
+	SESS_ACT_REHELLO = 1 << 1,	/* bad input: resend HELLO, same stream */
+	SESS_ACT_FRESH	 = 1 << 2,	/* invalid WELCOME: start a fresh stream */
+	SESS_ACT_CLOSE	 = 1 << 3,	/* another major version: close, retry later */
+};
+
+#define SESS_HELLO_MAX (SMP_HDR_SIZE + SMP_HELLO_FIXED + 3 * 255)
+/* Host-to-guest frames are tiny; this bounds the decoder's buffer. */
+#define SESS_INPUT_MAX 4096u
+
+struct session {
+	struct win *win;
+	struct batch out;
+	struct smp_decoder *dec;
+	enum sess_state state;
+	uint8_t hello[SESS_HELLO_MAX];
+	size_t hello_len;
+	bool hello_queued;
+	uint32_t host_max_payload;
+	uint64_t resume_seq;		/* of the last WELCOME */
+
+	uint64_t welcomes;
+	uint64_t acks;
+	uint64_t bad_input;		/* garbage, bad checksums, malformed frames */
+	uint64_t unknown;		/* frames of unknown type, ignored */
+	uint64_t skipped_oversize;	/* frames above the host's max_payload */
+};
+
+int sess_init(struct session *s, struct win *w);
+void sess_done(struct session *s);
+
+/* The HELLO frame (sealed, seq 0) this session sends on every (re)start. */
+void sess_set_hello(struct session *s, const uint8_t *frame, size_t len);
+/* A host is there: queue HELLO and wait for WELCOME. */
+void sess_start(struct session *s);
+/* The host went away: forget the bytes in flight and the decoder's state. */
+void sess_down(struct session *s);
+
+/* Feed bytes from the host. Returns SESS_ACT_* bits (0: nothing to do). */
+int sess_input(struct session *s, const void *buf, size_t len);
+
+/* Anything to write now? */
+bool sess_want_write(struct session *s);
+/* Move frames into the output batch and write them: 0 when all is out, -EAGAIN when
+ * the writer would block, or the writer's error. */
+int sess_flush(struct session *s, batch_write_fn fn, void *ctx);
+
+#endif
