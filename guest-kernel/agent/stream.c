@@ -81,11 +81,11 @@ int stream_page(struct win *w, const struct page_layout *pl, uint32_t cpu,
 	memcpy(f + SMP_HDR_SIZE + SMP_PAGE_FIXED, page, n);
 	plen = smp_page_encode(&m, f + SMP_HDR_SIZE, SMP_PAGE_FIXED + n);
 	if (plen < 0) {
-		/* cannot happen for a checked page; keep the window consistent */
-		plen = 0;
+		win_cancel(w);
+		return (int)plen;
 	}
 	win_commit(w, SMP_PAGE, (uint32_t)plen);
-	return plen > 0 ? 1 : -EBADMSG;
+	return 1;
 }
 
 /*
@@ -207,9 +207,11 @@ int stream_text(struct win *w, uint8_t type, uint32_t gen, const char *text, siz
 		if (r < 0)
 			return r;
 		plen = smp_text_encode(&m, f + SMP_HDR_SIZE, SMP_TEXT_FIXED + n);
-		win_commit(w, type, plen > 0 ? (uint32_t)plen : 0);
-		if (plen < 0)
+		if (plen < 0) {
+			win_cancel(w);
 			return (int)plen;
+		}
+		win_commit(w, type, (uint32_t)plen);
 		off += n;
 		chunk++;
 	} while (off < len);
@@ -233,8 +235,12 @@ int stream_format(struct win *w, const char *name, const char *text, size_t len)
 	if (e < 0)
 		return e;
 	r = smp_format_encode(&m, f + SMP_HDR_SIZE, plen);
-	win_commit(w, SMP_FORMAT, r > 0 ? (uint32_t)r : 0);
-	return r < 0 ? (int)r : 0;
+	if (r < 0) {
+		win_cancel(w);
+		return (int)r;
+	}
+	win_commit(w, SMP_FORMAT, (uint32_t)r);
+	return 0;
 }
 
 int stream_lost(struct win *w, const struct smp_lost_cpu *cpus, uint32_t nr,
@@ -256,8 +262,12 @@ int stream_lost(struct win *w, const struct smp_lost_cpu *cpus, uint32_t nr,
 	if (e < 0)
 		return e;
 	r = smp_lost_encode(&m, cpus, f + SMP_HDR_SIZE, plen);
-	win_commit(w, SMP_LOST, r > 0 ? (uint32_t)r : 0);
-	return r < 0 ? (int)r : 0;
+	if (r < 0) {
+		win_cancel(w);
+		return (int)r;
+	}
+	win_commit(w, SMP_LOST, (uint32_t)r);
+	return 0;
 }
 
 int stream_stats(struct win *w, const struct smp_stat *stats, uint32_t nr)

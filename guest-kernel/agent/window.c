@@ -176,6 +176,12 @@ uint64_t win_commit(struct win *w, uint8_t type, uint32_t payload_len)
 	return seq;
 }
 
+void win_cancel(struct win *w)
+{
+	assert(w->reserved);
+	w->reserved = 0;
+}
+
 int64_t win_append(struct win *w, uint8_t type, const void *payload, uint32_t len)
 {
 	uint8_t *f;

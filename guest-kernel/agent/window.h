@@ -59,6 +59,9 @@ int win_reserve(struct win *w, uint32_t payload_len, uint8_t **ret_frame);
 /* Seal the reserved frame (@payload_len <= the reserved size). Returns its seq. */
 uint64_t win_commit(struct win *w, uint8_t type, uint32_t payload_len);
 
+/* Give the reservation up (the payload could not be encoded); nothing is committed. */
+void win_cancel(struct win *w);
+
 /* Encode-and-copy convenience: reserve, copy @payload, commit. Returns seq or -errno. */
 int64_t win_append(struct win *w, uint8_t type, const void *payload, uint32_t len);
 

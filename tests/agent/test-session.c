@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test-session.c - the handshake, batching and resending of one connection, with a
+ * fake writer that records every write() the port would see: HELLO first and nothing
+ * else before WELCOME, writes of at most 32 KiB, whole frames in order, resending from
+ * the resume point after a disconnect in the middle of a frame, and the host's bad
+ * input (garbage, unknown types, bad ACKs, invalid WELCOMEs, another major version).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "session.h"
+#include "tap.h"
+#include "window.h"
+
+struct fake_port {
+	uint8_t *buf;
+	size_t len, cap;
+	size_t budget;		/* bytes accepted before -EAGAIN; SIZE_MAX: unlimited */
+	size_t max_write;	/* largest write seen */
+	unsigned writes;
+	unsigned short_writes;	/* accept only part of a write every other time */
+};
+
+static ssize_t fake_write(void *ctx, const void *data, size_t len)
+{
+	struct fake_port *p = ctx;
+
+	if (p->budget == 0)
+		return -EAGAIN;
+	if (len > p->max_write)
+		p->max_write = len;
+	if (p->short_writes && (p->writes & 1) && len > 1)
+		len = len / 2;
+	if (len > p->budget)
+		len = p->budget;
+	if (p->len + len > p->cap) {
+		p->cap = (p->len + len) * 2;
+		p->buf = realloc(p->buf, p->cap);
+	}
+	memcpy(p->buf + p->len, data, len);
+	p->len += len;
+	if (p->budget != SIZE_MAX)
+		p->budget -= len;
+	p->writes++;
+	return (ssize_t)len;
+}
+
+struct seen {
+	uint8_t types[4096];
+	uint64_t seqs[4096];
+	uint8_t flags[4096];
+	unsigned n;
+	unsigned errors;
+};
+
+/* Decode everything the fake port got. */
+static void decode_all(const struct fake_port *p, struct seen *s)
+{
+	struct smp_decoder *d = smp_decoder_new(0);
+	size_t off = 0;
+
+	memset(s, 0, sizeof(*s));
+	while (off < p->len) {
+		struct smp_frame f;
+		int r;
+
+		off += smp_decoder_feed(d, p->buf + off, p->len - off);
+		while ((r = smp_decoder_next(d, &f, NULL)) != 0) {
+			if (r < 0) {
+				s->errors++;
+				continue;
+			}
+			if (s->n < 4096) {
+				s->types[s->n] = f.type;
+				s->seqs[s->n] = f.seq;
+				s->flags[s->n] = f.flags;
+				s->n++;
+			}
+		}
+	}
+	smp_decoder_free(d);
+}
+
+static void hello_frame(struct session *s)
+{
+	struct smp_hello h = {
+		.stream_id = 7, .nr_cpus = 1, .page_size = 4096,
+		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
+	};
+	uint8_t buf[SESS_HELLO_MAX];
+	long n = smp_hello_encode(&h, buf + SMP_HDR_SIZE, sizeof(buf) - SMP_HDR_SIZE);
+
+	n = smp_frame_seal(buf, SMP_HELLO, 0, 0, (uint32_t)n);
+	sess_set_hello(s, buf, (size_t)n);
+}
+
+static int host_says(struct session *s, uint8_t type, const void *payload, size_t len)
+{
+	uint8_t buf[256];
+	long n = smp_frame_encode(buf, sizeof(buf), type, 0, 0, payload, len);
+
+	return sess_input(s, buf, (size_t)n);
+}
+
+static int welcome(struct session *s, uint64_t resume)
+{
+	uint8_t p[16] = { 0 };
+
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(resume >> (8 * i));
+	return host_says(s, SMP_WELCOME, p, 16);
+}
+
+static int ack(struct session *s, uint64_t seq)
+{
+	uint8_t p[8];
+
+	smp_ack_encode(seq, p, sizeof(p));
+	return host_says(s, SMP_ACK, p, 8);
+}
+
+static void fill_window(struct win *w, unsigned n, uint32_t len)
+{
+	static uint8_t payload[SMP_MAX_PAYLOAD];
+
+	for (unsigned i = 0; i < n; i++) {
+		memset(payload, (int)i, len);
+		win_append(w, SMP_PAGE, payload, len);
+	}
+}
+
+static void test_handshake_and_batching(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+	struct win_stats ws;
+	int ok_order = 1;
+
+	win_new(8u << 20, 4096, &w);
+	is_int(sess_init(&s, w), 0, "session init");
+	hello_frame(&s);
+	fill_window(w, 100, 4000);		/* 100 pages, ~400 KB */
+	fill_window(w, 1, 200000);		/* one big frame (e.g. a KSYMS chunk) */
+	ok(!sess_want_write(&s), "DOWN: nothing to write");
+	sess_start(&s);
+	ok(sess_want_write(&s), "HELLO queued");
+	is_int(sess_flush(&s, fake_write, &p), 0, "flush in HELLO state");
+	decode_all(&p, &seen);
+	ok(seen.n == 1 && seen.types[0] == SMP_HELLO, "only HELLO before WELCOME");
+
+	is_int(welcome(&s, 1), SESS_ACT_WELCOME, "WELCOME resume 1");
+	is_int(s.state, SESS_UP, "session UP");
+	is_int(sess_flush(&s, fake_write, &p), 0, "flush everything");
+	ok(p.max_write <= 32768, "every write <= 32 KiB (largest %zu)", p.max_write);
+	ok(p.writes >= 420000 / 32768, "%u writes for ~600 KB", p.writes);
+	decode_all(&p, &seen);
+	is_int(seen.errors, 0, "the byte stream decodes without error");
+	is_int(seen.n, 102, "HELLO + 101 frames");
+	for (unsigned i = 1; i < seen.n; i++)
+		if (seen.seqs[i] != i || seen.flags[i])
+			ok_order = 0;
+	ok(ok_order, "frames in seq order 1..101, none flagged RESENT");
+	/* batching: small frames share writes */
+	ok(p.writes < 60, "small frames are batched (%u writes)", p.writes);
+
+	is_int(ack(&s, 50), 0, "ACK 50");
+	win_get_stats(w, &ws);
+	is_int(ws.oldest_seq, 51, "window starts at 51 after ACK 50");
+	is_int(ack(&s, 500), SESS_ACT_REHELLO, "ACK beyond what was sent: restart");
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
+static void test_disconnect_resend(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+	unsigned i, resent = 0, fresh = 0, bad = 0;
+
+	win_new(8u << 20, 4096, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	fill_window(w, 40, 3000);
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	welcome(&s, 1);
+	/* the port takes 50000 bytes then blocks: frame 17 or so is cut in the middle */
+	p.budget = 50000;
+	is_int(sess_flush(&s, fake_write, &p), -EAGAIN, "port blocks mid-frame");
+	/* host goes away: what was in flight is lost; the host held frames 1..10 */
+	sess_down(&s);
+	ok(!sess_want_write(&s), "nothing to write while the host is away");
+	fill_window(w, 5, 3000);		/* tracing goes on */
+	free(p.buf);
+	memset(&p, 0, sizeof(p));
+	p.budget = SIZE_MAX;
+	p.short_writes = 1;			/* and the new connection takes partial writes */
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	is_int(welcome(&s, 11), SESS_ACT_WELCOME, "WELCOME resume 11");
+	is_int(sess_flush(&s, fake_write, &p), 0, "resend");
+	decode_all(&p, &seen);
+	is_int(seen.errors, 0, "the new connection's stream decodes cleanly");
+	ok(seen.types[0] == SMP_HELLO, "HELLO first");
+	for (i = 1; i < seen.n; i++) {
+		if (seen.seqs[i] != 10 + i)
+			bad++;
+		if (seen.flags[i] & SMP_FLAG_RESENT)
+			resent++;
+		else
+			fresh++;
+	}
+	is_int(seen.n - 1, 35, "frames 11..45 sent once each");
+	is_int(bad, 0, "contiguous from the resume point");
+	ok(resent >= 5 && fresh >= 5 && resent + fresh == 35,
+	   "frames sent before are RESENT (%u), the new ones are not (%u)", resent, fresh);
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
+static void test_bad_input(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	uint8_t garbage[100], frame[64];
+	long n;
+
+	win_new(1u << 20, 64, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	fill_window(w, 3, 100);
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+
+	for (unsigned i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (uint8_t)(i * 7 + 1);
+	is_int(sess_input(&s, garbage, sizeof(garbage)), SESS_ACT_REHELLO,
+	       "garbage: restart the handshake");
+	is_int(host_says(&s, 200, "hi", 2), 0, "unknown type: ignored");
+	is_int(host_says(&s, SMP_PAGE, "12345678", 8), 0, "a guest-to-host type: ignored");
+	is_int(welcome(&s, 0), SESS_ACT_FRESH, "WELCOME resume 0: fresh stream");
+	is_int(welcome(&s, 2), SESS_ACT_FRESH, "WELCOME beyond what was sent: fresh stream");
+	is_int(welcome(&s, 1), SESS_ACT_WELCOME, "a valid WELCOME after all that");
+	sess_flush(&s, fake_write, &p);
+	is_int(welcome(&s, 5), SESS_ACT_FRESH, "resume 5 > sent_hi + 1 = 4: fresh");
+	is_int(host_says(&s, SMP_WELCOME, "short", 5), SESS_ACT_REHELLO,
+	       "malformed WELCOME: restart the handshake");
+	/* a frame of major version 2 */
+	n = smp_frame_encode(frame, sizeof(frame), SMP_ACK, 0, 0, "\0\0\0\0\0\0\0\0", 8);
+	frame[4] = 2;
+	/* reseal the header CRC by hand: hcrc covers bytes 0..27 */
+	{
+		uint32_t crc = smp_crc32c(0, frame, 24);
+
+		crc = smp_crc32c(crc, frame + 32, 8);
+		memcpy(frame + 24, &crc, 4);
+		crc = smp_crc32c(0, frame, 28);
+		memcpy(frame + 28, &crc, 4);
+	}
+	is_int(sess_input(&s, frame, (size_t)n), SESS_ACT_CLOSE, "major version 2: close");
+	/* the decoder was reset: the next connection works */
+	sess_down(&s);
+	sess_start(&s);
+	is_int(welcome(&s, 1), SESS_ACT_WELCOME, "works again after the version error");
+	/* a WELCOME split over many tiny reads */
+	{
+		uint8_t buf[64];
+		uint8_t pl[16] = { 1 };
+		int act = 0;
+
+		n = smp_frame_encode(buf, sizeof(buf), SMP_WELCOME, 0, 0, pl, 16);
+		for (long i = 0; i < n; i++)
+			act |= sess_input(&s, buf + i, 1);
+		is_int(act, SESS_ACT_WELCOME, "a WELCOME fed byte by byte");
+	}
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
+static void test_host_max_payload(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+	uint8_t pl[16] = { 1, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x10, 0, 0 };	/* max 4096 */
+
+	win_new(1u << 20, 64, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	fill_window(w, 1, 100);
+	fill_window(w, 1, 5000);
+	fill_window(w, 1, 100);
+	sess_start(&s);
+	is_int(host_says(&s, SMP_WELCOME, pl, 16), SESS_ACT_WELCOME, "WELCOME max 4096");
+	sess_flush(&s, fake_write, &p);
+	decode_all(&p, &seen);
+	ok(seen.n == 3 && seen.seqs[1] == 1 && seen.seqs[2] == 3,
+	   "the frame above the host's limit is skipped (host sees the gap)");
+	is_int(s.skipped_oversize, 1, "and counted");
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
+int main(void)
+{
+	test_handshake_and_batching();
+	test_disconnect_resend();
+	test_bad_input();
+	test_host_max_payload();
+	return tap_done();
+}
