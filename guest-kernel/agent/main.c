@@ -238,6 +238,8 @@ static void handle_actions(struct agent *a, int act)
 		return;
 	}
 	if (act & SESS_ACT_REHELLO) {
+		if (a->sess.state == SESS_HELLO && !(act & SESS_ACT_WELCOME))
+			return;		/* a HELLO is already on its way */
 		sess_start(&a->sess);
 		a->t_hello = now_ms() + a->o.hello_ms;
 		return;

@@ -50,6 +50,7 @@ void sess_start(struct session *s)
 
 void sess_down(struct session *s)
 {
+	s->bad_logged = false;
 	s->state = SESS_DOWN;
 	s->hello_queued = false;
 	batch_clear(&s->out);
@@ -165,6 +166,8 @@ int sess_input(struct session *s, const void *buf, size_t len)
 			if (r == 0)
 				break;
 			if (r == 1) {
+				if (f.type == SMP_WELCOME || f.type == SMP_ACK)
+					s->bad_logged = false;
 				act |= on_frame(s, &f);
 				continue;
 			}
@@ -176,9 +179,11 @@ int sess_input(struct session *s, const void *buf, size_t len)
 				return act | SESS_ACT_CLOSE;
 			}
 			s->bad_input++;
-			if (!(act & SESS_ACT_REHELLO))
+			/* one line per run of bad input, until the host makes sense again */
+			if (!s->bad_logged)
 				log_error("bad input from the host: %s (%zu bytes skipped); "
 					  "restarting the handshake", smp_strerror(r), skipped);
+			s->bad_logged = true;
 			act |= SESS_ACT_REHELLO;
 		}
 	}

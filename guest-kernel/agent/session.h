@@ -49,6 +49,7 @@ struct session {
 	bool hello_queued;
 	uint32_t host_max_payload;
 	uint64_t resume_seq;		/* of the last WELCOME */
+	bool bad_logged;		/* this run of bad input was logged */
 
 	uint64_t welcomes;
 	uint64_t acks;
