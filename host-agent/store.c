@@ -191,10 +191,22 @@ const char *ha_store_path(HaStore *s)
 	return s->path;
 }
 
+/* A cached statement left after its last row keeps a read open: reset them all. */
+static void reset_stmts(HaStore *s)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, s->stmts);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		sqlite3_reset(v);
+}
+
 bool ha_store_begin(HaStore *s, GError **error)
 {
 	if (s->in_txn)
 		return true;
+	reset_stmts(s);
 	if (!ha_store_exec(s, "BEGIN IMMEDIATE", error))
 		return false;
 	s->in_txn = true;
@@ -205,6 +217,7 @@ bool ha_store_commit(HaStore *s, GError **error)
 {
 	if (!s->in_txn)
 		return true;
+	reset_stmts(s);
 	if (!ha_store_exec(s, "COMMIT", error)) {
 		ha_store_rollback(s);
 		return false;
@@ -215,6 +228,7 @@ bool ha_store_commit(HaStore *s, GError **error)
 
 void ha_store_rollback(HaStore *s)
 {
+	reset_stmts(s);
 	if (s->in_txn)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	s->in_txn = false;

@@ -1,0 +1,40 @@
+# The reports a kernel engineer reads: top, events, stack, folded, JSON, config file.
+. "$1"
+cat >"$T/conf" <<CONF
+[host-agent]
+listen=$T/sock
+domain-name=vm2
+CONF
+start_daemon --config "$T/conf"
+"$SYNTH_GUEST" --connect "$T/sock" --events 10000 --stacks 50 --seed 21 --expect "$T/expect" -q \
+	>/dev/null || fail "guest"
+wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+stop_daemon
+[ -f "$(db_of vm2)" ] || fail "config file's domain-name not used"
+# top: the hottest stack first, with its share and resolved frames
+report top -n 3 --domain-name vm2 >"$T/top" || fail "top"
+head -1 "$T/top" | grep -q "^10000 events in" || { cat "$T/top"; fail "top header"; }
+first=$(sort -k2 -n -r "$T/expect" | grep -v "no stack" | head -1 | awk '{print $NF}')
+grep -m1 "^#1 " "$T/top" | grep -q " $first events" || { cat "$T/top"; fail "top #1 count != $first"; }
+grep -q "synth_fn_[0-9]*+0x" "$T/top" || fail "top frames not symbolized"
+# JSON parses and carries the same total
+report top --json --domain-name vm2 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["events"]==10000, d["events"]' ||
+	fail "top --json"
+report events -n 7 --json --domain-name vm2 | python3 -c '
+import json,sys
+d=json.load(sys.stdin); ev=d["events"]
+assert len(ev)==7, len(ev)
+assert all(e["event"].startswith("kmem/kmalloc") for e in ev)
+assert sorted(e["ts"] for e in ev)==[e["ts"] for e in ev]
+assert sum(1 for e in ev if e["stack"]["kind"] in ("stack_id","full")) >= 5' || fail "events --json"
+report boots --json --domain-name vm2 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["ended"]=="clean"' ||
+	fail "boots --json"
+report stack 0xd --json --domain-name vm2 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["epochs"][0]["stack"]["kind"]=="stack_id"' ||
+	fail "stack --json"
+report bogus --domain-name vm2 2>/dev/null && fail "unknown report accepted"
+report top --domain-name nosuch 2>/dev/null && fail "missing domain accepted"
+"$HOST_AGENT" --version | grep -q "^host-agent " || fail "--version"
+"$HOST_AGENT" --help | grep -q -- "--socket" || fail "--help"
+"$HOST_AGENT" --domain-name ../etc --listen "$T/x" --state-dir "$T/state" 2>/dev/null &&
+	fail "a domain name with a path accepted"
+ok "reports"

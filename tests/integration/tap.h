@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* tap.h - minimal TAP output for the host-agent unit tests. */
+#ifndef HA_TAP_H
+#define HA_TAP_H
+
+#include <stdio.h>
+
+static int tap_n, tap_failed;
+
+#define CHECK(cond, ...) do {						\
+	tap_n++;							\
+	if (cond) {							\
+		printf("ok %d - ", tap_n);				\
+	} else {							\
+		tap_failed++;						\
+		printf("not ok %d - %s:%d: ", tap_n, __FILE__, __LINE__); \
+	}								\
+	printf(__VA_ARGS__);						\
+	printf("\n");							\
+} while (0)
+
+static inline int tap_done(void)
+{
+	printf("1..%d\n", tap_n);
+	return tap_failed ? 1 : 0;
+}
+
+#endif

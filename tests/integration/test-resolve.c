@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests: kallsyms resolution and chunk packing. */
+#include <string.h>
+
+#include "chunk.h"
+#include "resolve.h"
+#include "tap.h"
+
+static const char ksyms[] =
+	"ffffffff81000000 T _text\n"
+	"ffffffff81000100 T first_fn\n"
+	"ffffffff81000200 t second_fn\n"
+	"ffffffff81000300 D some_data\n"
+	"garbage line\n"
+	"0000000000000000 T hidden_by_kptr_restrict\n"
+	"ffffffffc0000000 t mod_fn\t[mymod]\n";
+
+static void test_syms(void)
+{
+	HaSyms *s = ha_syms_parse(ksyms, sizeof(ksyms) - 1);
+	char *f;
+
+	CHECK(ha_syms_count(s) == 4, "4 text symbols (%u)", ha_syms_count(s));
+	f = ha_syms_format(s, 0xffffffff81000123ull);
+	CHECK(!strcmp(f, "first_fn+0x23"), "%s", f);
+	g_free(f);
+	f = ha_syms_format(s, 0xffffffff81000310ull);
+	CHECK(!strcmp(f, "second_fn+0x110"), "data symbols skipped: %s", f);
+	g_free(f);
+	f = ha_syms_format(s, 0xffffffffc0000010ull);
+	CHECK(!strcmp(f, "mod_fn+0x10 [mymod]"), "%s", f);
+	g_free(f);
+	f = ha_syms_format(s, 0xffffffff80000000ull);
+	CHECK(!strcmp(f, "0xffffffff80000000"), "below all symbols: %s", f);
+	g_free(f);
+	f = ha_syms_format(s, 0xffffffffc0000000ull + HA_SYM_MAX_SIZE);
+	CHECK(!strcmp(f, "0xffffffffc0100000"), "far past the last symbol: %s", f);
+	g_free(f);
+	ha_syms_free(s);
+}
+
+static void test_chunk(void)
+{
+	GByteArray *packed = g_byte_array_new();
+	uint8_t page[100];
+	GError *e = NULL;
+	GBytes *z, *raw;
+	const uint8_t *p;
+	uint32_t len;
+	size_t off = 0;
+	int n = 0;
+
+	memset(page, 0xab, sizeof(page));
+	ha_chunk_add_page(packed, page, sizeof(page));
+	ha_chunk_add_page(packed, page, 16);
+	z = ha_chunk_compress(packed, 3, &e);
+	raw = ha_chunk_decompress(g_bytes_get_data(z, NULL), g_bytes_get_size(z), &e);
+	CHECK(raw && g_bytes_get_size(raw) == packed->len, "round trip");
+	while (raw && ha_chunk_next_page(raw, &off, &p, &len))
+		n++;
+	CHECK(n == 2, "two pages back");
+	CHECK(!ha_chunk_decompress("nonsense", 8, &e), "garbage refused: %s",
+	      e ? e->message : "");
+	g_clear_error(&e);
+	g_bytes_unref(raw);
+	g_bytes_unref(z);
+	g_byte_array_unref(packed);
+}
+
+int main(void)
+{
+	test_syms();
+	test_chunk();
+	return tap_done();
+}

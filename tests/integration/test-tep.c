@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests: libtraceevent glue on 6.1-layout pages, hostile pages, pairing rule. */
+#include <string.h>
+
+#include "guest-formats.h"
+#include "pair.h"
+#include "ringpage.h"
+#include "tap.h"
+#include "tep.h"
+
+#define PS 4096u
+
+static HaTep *make_tep(void)
+{
+	HaTep *t = ha_tep_new(PS, false);
+
+	for (unsigned int i = 0; i < gf_nr_formats; i++) {
+		GError *e = NULL;
+		bool ok = ha_tep_add_format(t, gf_formats[i].name, gf_formats[i].text,
+					    strlen(gf_formats[i].text), &e);
+
+		CHECK(ok, "format %s parses%s%s", gf_formats[i].name, e ? ": " : "",
+		      e ? e->message : "");
+		g_clear_error(&e);
+	}
+	return t;
+}
+
+static void common(uint8_t *d, uint16_t type, uint8_t flags, uint8_t preempt, int pid)
+{
+	memcpy(d, &type, 2);
+	d[2] = flags;
+	d[3] = preempt;
+	memcpy(d + 4, &pid, 4);
+}
+
+typedef struct {
+	HaEvent ev[16];
+	uint64_t ips0[HA_KSTACK_MAX];
+	int n;
+} Seen;
+
+static void collect(const HaEvent *ev, void *user)
+{
+	Seen *s = user;
+
+	if (s->n < 16) {
+		s->ev[s->n] = *ev;
+		if (ev->kind == HA_EV_KSTACK)
+			memcpy(s->ips0, ev->ips, ev->nr_ips * 8);
+		s->n++;
+	}
+}
+
+static void test_page(HaTep *t)
+{
+	uint8_t buf[PS], km[52] = { 0 }, sid[12], ks[16 + 70 * 8] = { 0 };
+	struct ringpage p;
+	Seen s = { 0 };
+	GError *e = NULL;
+	uint32_t id = (5u << 20) | 77u, len;
+	int32_t depth = 70;
+	long n;
+
+	common(km, GF_ID_KMALLOC, 0, 0, 42);
+	common(sid, GF_ID_STACK_ID, 0, 0, 42);
+	memcpy(sid + 8, &id, 4);
+	common(ks, GF_ID_KERNEL_STACK, 0, 0, 42);
+	memcpy(ks + 8, &depth, 4);
+	for (int i = 0; i < 70; i++) {
+		uint64_t ip = 0xffffffff81000000ull + (uint64_t)i;
+
+		memcpy(ks + 16 + 8 * i, &ip, 8);
+	}
+	ringpage_init(&p, buf, PS);
+	ringpage_reset(&p, 1000);
+	ringpage_add(&p, 1000, km, sizeof(km));
+	ringpage_add(&p, 1030, sid, sizeof(sid));
+	ringpage_add(&p, 1000 + (1ull << 30), km, sizeof(km));	/* needs a TIME_EXTEND */
+	ringpage_add(&p, 1010 + (1ull << 30), ks, sizeof(ks));	/* type_len 0 */
+	len = ringpage_finish(&p);
+	n = ha_tep_walk_page(t, buf, len, collect, &s, &e);
+	CHECK(n == 4 && s.n == 4, "four events walked (%ld)%s", n, e ? e->message : "");
+	CHECK(s.ev[0].kind == HA_EV_OTHER && s.ev[0].ts == 1000 && s.ev[0].pid == 42,
+	      "kmalloc at ts 1000, pid 42");
+	CHECK(s.ev[1].kind == HA_EV_STACK_ID && s.ev[1].stack_id == id && s.ev[1].ts == 1030,
+	      "stack_id 0x%x at 1030", s.ev[1].stack_id);
+	CHECK(s.ev[2].ts == 1000 + (1ull << 30), "time extend applied (%llu)",
+	      (unsigned long long)s.ev[2].ts);
+	CHECK(s.ev[3].kind == HA_EV_KSTACK && s.ev[3].nr_ips == 70 &&
+	      s.ips0[69] == 0xffffffff81000000ull + 69, "kernel_stack of 70 frames");
+	{
+		char *txt = ha_tep_format_event(t, &s.ev[0]);
+
+		CHECK(txt && strstr(txt, "kmem/kmalloc") && strstr(txt, "bytes_req="),
+		      "formatted: %s", txt);
+		g_free(txt);
+	}
+	CHECK(strcmp(ha_tep_event_name(t, GF_ID_STACK_ID), "ftrace/stack_id") == 0,
+	      "event name by id");
+	g_clear_error(&e);
+}
+
+static void test_hostile_pages(HaTep *t)
+{
+	uint8_t buf[64] = { 0 };
+	uint64_t commit;
+	uint32_t w;
+	GError *e = NULL;
+
+	commit = 4000;	/* more than was sent */
+	memcpy(buf + 8, &commit, 8);
+	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) < 0, "commit above data: %s",
+	      e ? e->message : "accepted");
+	g_clear_error(&e);
+
+	commit = 16;	/* type_len 0 with a length word of 0: kbuffer would loop */
+	memcpy(buf + 8, &commit, 8);
+	w = 0;
+	memcpy(buf + 16, &w, 4);
+	memcpy(buf + 20, &w, 4);
+	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) < 0, "zero-length event: %s",
+	      e ? e->message : "accepted");
+	g_clear_error(&e);
+
+	commit = 16;	/* a data event longer than the commit */
+	memcpy(buf + 8, &commit, 8);
+	w = 28;
+	memcpy(buf + 16, &w, 4);
+	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) < 0, "event past commit: %s",
+	      e ? e->message : "accepted");
+	g_clear_error(&e);
+
+	commit = 8;	/* padding with a huge length: the walk just ends */
+	memcpy(buf + 8, &commit, 8);
+	w = 29;
+	memcpy(buf + 16, &w, 4);
+	w = 0xfffffff0u;
+	memcpy(buf + 20, &w, 4);
+	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) == 0, "huge padding ends the page");
+	g_clear_error(&e);
+
+	CHECK(ha_tep_walk_page(t, buf, 8, NULL, NULL, &e) < 0, "page shorter than its header");
+	g_clear_error(&e);
+	CHECK(ha_tep_walk_page(t, buf, PS + 1, NULL, NULL, &e) < 0, "page above page size");
+	g_clear_error(&e);
+}
+
+typedef struct {
+	HaPaired got[8];
+	char *texts[8];
+	int n;
+} Paired;
+
+static void on_pair(const HaPaired *p, void *user)
+{
+	Paired *x = user;
+
+	x->got[x->n] = *p;
+	x->texts[x->n] = g_strdup(p->text);
+	x->n++;
+}
+
+static HaEvent ev(HaEvKind k, uint64_t ts, uint8_t flags, uint32_t id)
+{
+	return (HaEvent){ .kind = k, .ts = ts, .pid = 1, .flags = flags, .stack_id = id };
+}
+
+static void test_pairing(void)
+{
+	Paired x = { 0 };
+	HaPair *p = ha_pair_new(on_pair, &x);
+	HaEvent a = ev(HA_EV_OTHER, 1, 0, 0), b = ev(HA_EV_OTHER, 2, 8, 0);
+	HaEvent sb = ev(HA_EV_STACK_ID, 3, 8, 22), sa = ev(HA_EV_STACK_ID, 4, 0, 11);
+	GBytes *saved;
+	HaPair *q;
+
+	/* A, irq{B, stack B}, stack A */
+	ha_pair_feed(p, 0, &a, g_strdup("A"));
+	ha_pair_feed(p, 0, &b, g_strdup("B"));
+	ha_pair_feed(p, 0, &sb, NULL);
+	ha_pair_feed(p, 0, &sa, NULL);
+	CHECK(x.n == 2 && !strcmp(x.texts[0], "B") && x.got[0].stack_id == 22 &&
+	      !strcmp(x.texts[1], "A") && x.got[1].stack_id == 11, "nested irq event and stack");
+	/* A, irq{C without stack}, stack A */
+	for (int i = 0; i < x.n; i++)
+		g_clear_pointer(&x.texts[i], g_free);
+	x.n = 0;
+	ha_pair_feed(p, 1, &a, g_strdup("A"));
+	ha_pair_feed(p, 1, &b, g_strdup("C"));
+	ha_pair_feed(p, 1, &sa, NULL);
+	CHECK(x.n == 2 && !strcmp(x.texts[0], "C") && x.got[0].stack == HA_STACK_NONE &&
+	      !strcmp(x.texts[1], "A") && x.got[1].stack_id == 11, "stackless nested event");
+	/* a stack with no event */
+	ha_pair_feed(p, 1, &sa, NULL);
+	CHECK(ha_pair_orphans(p) == 1, "orphan stack counted");
+	/* state survives a restart: event on one page, its stack after the restart */
+	for (int i = 0; i < x.n; i++)
+		g_clear_pointer(&x.texts[i], g_free);
+	x.n = 0;
+	ha_pair_feed(p, 2, &a, NULL);
+	saved = ha_pair_save(p);
+	q = ha_pair_new(on_pair, &x);
+	CHECK(ha_pair_load(q, g_bytes_get_data(saved, NULL), g_bytes_get_size(saved)),
+	      "pairing state reloads");
+	ha_pair_feed(q, 2, &sa, NULL);
+	CHECK(x.n == 1 && x.got[0].stack_id == 11 && x.got[0].ts == 1, "paired across restart");
+	CHECK(!ha_pair_load(q, "\x01\x00\x00\x00\xff\x00\x00\x00", 8), "bad blob refused");
+	g_bytes_unref(saved);
+	ha_pair_free(q);
+	ha_pair_free(p);
+	for (int i = 0; i < 8; i++)
+		g_free(x.texts[i]);
+}
+
+int main(void)
+{
+	HaTep *t = make_tep();
+
+	CHECK(ha_tep_ready(t), "parser ready");
+	test_page(t);
+	test_hostile_pages(t);
+	test_pairing();
+	ha_tep_free(t);
+	return tap_done();
+}
