@@ -113,6 +113,9 @@ static void send_ksyms(struct agent *a)
 		log_warning("cannot read kallsyms: %s (no KSYMS sent)", strerror(-r));
 		return;
 	}
+	/* HELLO's _text comes from the same read: kallsyms is costly to generate */
+	if (sysinfo_text_addr(text, &a->text_addr) < 0)
+		log_once(LOG_WARNING, "no _text in kallsyms: HELLO carries text_addr 0");
 	r = stream_text(a->win, SMP_KSYMS, a->ksyms_gen, text, len, TEXT_CHUNK);
 	if (r < 0)
 		log_warning("cannot queue KSYMS: %s", strerror(-r));
@@ -446,12 +449,6 @@ static int read_facts(struct agent *a)
 			    strerror(-a->build_id_len));
 		a->build_id_len = 0;
 	}
-	if (read_text(a->o.procfs, "kallsyms", KALLSYMS_MAX, &text, NULL) < 0 ||
-	    sysinfo_text_addr(text, &a->text_addr) < 0)
-		log_warning("no _text in kallsyms: HELLO carries text_addr 0");
-	free(text);
-	text = NULL;
-
 	r = read_text(a->tracefs, "trace_clock", TRACEFS_FILE_MAX, &text, NULL);
 	if (r < 0 || tracefs_parse_clock(text, a->clock, sizeof(a->clock)) < 0) {
 		log_warning("cannot read the trace clock: assuming 'local'");

@@ -245,12 +245,9 @@ static void handle_actions(struct agent *a, int act)
 		return;
 	}
 	if (act & SESS_ACT_WELCOME) {
-		struct win_stats ws;
-
 		a->t_hello = 0;
-		win_get_stats(a->win, &ws);
 		/* the host lacks part of the snapshot and the window cannot supply it */
-		if (a->sess.resume_seq <= a->meta_hi && ws.oldest_seq > a->meta_lo) {
+		if (win_missing(a->win, a->meta_lo, a->meta_hi, a->sess.resume_seq)) {
 			log_notice("metadata frames were dropped before the host got them: "
 				   "sending a new snapshot");
 			(void)agent_send_metadata(a, true);
@@ -512,6 +509,7 @@ int main(int argc, char **argv)
 		agent_free(&a);
 		return 1;
 	}
+	log_info("setup took %" PRIu64 " ms of CPU", cpu_time_ns() / 1000000);
 	r = run(&a, sfd);
 	{
 		struct win_stats ws;
@@ -519,9 +517,10 @@ int main(int argc, char **argv)
 		win_get_stats(a.win, &ws);
 		log_info("exiting: %" PRIu64 " pages, %" PRIu64 " stack records, %" PRIu64
 			 " epoch records, %" PRIu64 " frames dropped, %" PRIu64 " resent, "
-			 "%" PRIu64 " bytes in %" PRIu64 " writes", a.c.pages, a.c.stacks,
-			 a.c.epochs, ws.dropped_frames, ws.resent_frames, a.sess.out.bytes,
-			 a.sess.out.writes);
+			 "%" PRIu64 " bytes in %" PRIu64 " writes, %" PRIu64 " ms of CPU",
+			 a.c.pages, a.c.stacks, a.c.epochs, ws.dropped_frames,
+			 ws.resent_frames, a.sess.out.bytes, a.sess.out.writes,
+			 cpu_time_ns() / 1000000);
 	}
 	agent_free(&a);
 	return r < 0 ? 1 : 0;

@@ -265,6 +265,14 @@ uint64_t win_reset(struct win *w)
 	return n;
 }
 
+bool win_missing(const struct win *w, uint64_t lo, uint64_t hi, uint64_t resume_seq)
+{
+	uint64_t first = lo > resume_seq ? lo : resume_seq;
+
+	/* frames below oldest_seq were ACKed (< resume_seq) or dropped */
+	return lo <= hi && first <= hi && first < w->oldest_seq;
+}
+
 void win_get_stats(const struct win *w, struct win_stats *ret)
 {
 	ret->next_seq = next_seq(w);

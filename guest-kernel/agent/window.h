@@ -26,6 +26,7 @@
 #ifndef SMG_WINDOW_H
 #define SMG_WINDOW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,6 +88,13 @@ int win_resume(struct win *w, uint64_t resume_seq);
 /* Drop every frame and restart at seq 1 with zeroed counters (a fresh stream).
  * Returns the number of frames that were dropped unacknowledged. */
 uint64_t win_reset(struct win *w);
+
+/*
+ * After a resume at @resume_seq: will the host miss any frame of the range [@lo, @hi]
+ * (e.g. a metadata snapshot)? True when a frame in it that the host does not hold
+ * (>= @resume_seq) has already left the window (dropped, never ACKed).
+ */
+bool win_missing(const struct win *w, uint64_t lo, uint64_t hi, uint64_t resume_seq);
 
 void win_get_stats(const struct win *w, struct win_stats *ret);
 

@@ -215,8 +215,34 @@ static void test_reset(void)
 	win_free(w);
 }
 
+static void test_missing(void)
+{
+	struct win *w;
+	uint32_t len;
+	uint64_t seq;
+
+	is_int(win_new(1u << 20, 8, &w), 0, "window for win_missing");
+	for (int i = 0; i < 6; i++)
+		put(w, 10, 1);			/* seq 1..6: a "snapshot" 1..4, then data */
+	for (int i = 0; i < 6; i++) {
+		win_next(w, &len, &seq, NULL);
+		win_sent(w);
+	}
+	win_ack(w, 2);				/* 1, 2 durable and gone by ACK */
+	ok(!win_missing(w, 1, 4, 3), "ACKed frames are not missing (resume 3)");
+	ok(!win_missing(w, 1, 4, 5), "host holds the whole snapshot (resume 5)");
+	for (int i = 0; i < 6; i++)
+		put(w, 10, 2);			/* 7..12: 8 frames max, 3 and 4 dropped */
+	ok(win_missing(w, 1, 4, 3), "dropped before the host got them: missing");
+	ok(!win_missing(w, 1, 4, 5), "dropped after the host had them: not missing");
+	ok(!win_missing(w, 7, 8, 3), "a range still in the window is not missing");
+	ok(!win_missing(w, 5, 4, 1), "an empty range is never missing");
+	win_free(w);
+}
+
 int main(void)
 {
+	test_missing();
 	test_basic();
 	test_drop_oldest_bytes();
 	test_drop_oldest_count();
