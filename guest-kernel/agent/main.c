@@ -52,6 +52,7 @@ static void usage(FILE *f)
 "  --stacktrace         set options/stacktrace\n"
 "  --stackmap           set options/stackmap\n"
 "  --buffer-kb N        set buffer_size_kb\n"
+"  --exclude-self       do not trace the agent's own syscalls (set_event_notrace_pid)\n"
 "Other:\n"
 "  -v, --verbose        log more (repeat for debug)\n"
 "  -q, --quiet          log warnings and errors only\n"
@@ -74,7 +75,7 @@ static int parse_num(const char *arg, const char *name, unsigned long min,
 enum {
 	OPT_PORT_NAME = 256, OPT_PORT, OPT_SYSFS, OPT_DEVDIR, OPT_PROCFS, OPT_TRACEFS,
 	OPT_FLUSH, OPT_WKB, OPT_WFRAMES, OPT_STATS, OPT_RESCAN, OPT_RECONNECT, OPT_HELLO,
-	OPT_LINGER, OPT_EVENTS, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER,
+	OPT_LINGER, OPT_EVENTS, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -98,6 +99,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "stacktrace", no_argument, NULL, OPT_STACKTRACE },
 		{ "stackmap", no_argument, NULL, OPT_STACKMAP },
 		{ "buffer-kb", required_argument, NULL, OPT_BUFFER },
+		{ "exclude-self", no_argument, NULL, OPT_EXCLUDE_SELF },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -140,6 +142,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_EVENTS: o->setup.events = optarg; break;
 		case OPT_STACKTRACE: o->setup.stacktrace = true; break;
 		case OPT_STACKMAP: o->setup.stackmap = true; break;
+		case OPT_EXCLUDE_SELF: o->setup.exclude_self = true; break;
 		case 'v':
 			log_set_level(log_get_level() < LOG_INFO ? LOG_INFO : LOG_DEBUG);
 			break;

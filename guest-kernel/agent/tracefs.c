@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "tracefs.h"
@@ -406,6 +407,18 @@ int tracefs_apply_setup(const char *root, const struct tracefs_setup *s)
 			r = set_knob(root, "set_event", ev, 1);
 			ret = ret ? ret : r;
 		}
+	}
+	if (s->exclude_self) {
+		char v[32];
+
+		/* the agent's own syscalls allocate: without this it traces itself */
+		snprintf(v, sizeof(v), "%d", (int)getpid());
+		r = set_knob(root, "set_event_notrace_pid", v, 1);
+		ret = ret ? ret : r;
+		r = set_knob(root, "set_ftrace_notrace_pid", v, 1);
+		if (r == -ENOENT)
+			r = 0;	/* no function tracer in this kernel */
+		ret = ret ? ret : r;
 	}
 	if (s->events || s->stacktrace || s->stackmap || s->buffer_kb) {
 		r = set_knob(root, "tracing_on", "1", 0);

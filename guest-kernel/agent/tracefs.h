@@ -76,6 +76,7 @@ struct tracefs_setup {
 	bool stacktrace;
 	bool stackmap;
 	unsigned long buffer_kb;	/* 0: leave it */
+	bool exclude_self;	/* add our pid to set_event_notrace_pid, set_ftrace_notrace_pid */
 };
 /* Apply @s; logs what it changes; returns the first error. */
 int tracefs_apply_setup(const char *root, const struct tracefs_setup *s);

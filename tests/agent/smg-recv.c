@@ -10,7 +10,8 @@
  * exercise the agent's resending.
  *
  * Usage: smg-recv (--connect PATH | --listen PATH) [--disconnect-after BYTES]
- *                 [--away-ms N] [--until-bye] [--timeout-s N] [--page-size N]
+ *                 [--away-ms N] [--until-bye] [--timeout-s N] [--raw-bytes N]
+ * (--raw-bytes N: just count N bytes, e.g. of a dd to the port, and report the time)
  * Prints one summary line per counter at the end; exits 0 when the stream was clean
  * (no decode error, no malformed payload, no gap, BYE seen with --until-bye).
  */
@@ -251,12 +252,14 @@ int main(int argc, char **argv)
 		{ "away-ms", required_argument, NULL, 'a' },
 		{ "until-bye", no_argument, NULL, 'b' },
 		{ "timeout-s", required_argument, NULL, 't' },
+		{ "raw-bytes", required_argument, NULL, 'r' },
 		{ 0 }
 	};
 	static struct recv_state s;
 	const char *path = NULL;
 	bool listen_mode = false, until_bye = false;
 	unsigned long long disconnect_after = 0, away_ms = 1000, timeout_s = 60;
+	unsigned long long raw_bytes = 0;	/* count this many bytes, decode nothing */
 	struct smp_decoder *dec = smp_decoder_new(0);
 	uint64_t end, conn_bytes = 0;
 	int c, fd = -1, lfd = -1;
@@ -270,6 +273,7 @@ int main(int argc, char **argv)
 		case 'a': away_ms = strtoull(optarg, NULL, 0); break;
 		case 'b': until_bye = true; break;
 		case 't': timeout_s = strtoull(optarg, NULL, 0); break;
+		case 'r': raw_bytes = strtoull(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
@@ -312,6 +316,11 @@ int main(int argc, char **argv)
 		s.last_byte_ms = now_ms();
 		s.bytes += (uint64_t)n;
 		conn_bytes += (uint64_t)n;
+		if (raw_bytes) {
+			if (s.bytes >= raw_bytes)
+				break;
+			continue;
+		}
 		for (size_t off = 0; off < (size_t)n;) {
 			struct smp_frame f;
 			int k;
@@ -375,6 +384,11 @@ int main(int argc, char **argv)
 	       s.stat[SMP_STAT_AGENT_WRITES], s.stat[SMP_STAT_AGENT_RESENT],
 	       s.stat[SMP_STAT_AGENT_CPU_NS]);
 	printf("bye %s\n", s.byes ? "yes" : "no");
+	if (raw_bytes) {
+		printf("raw %" PRIu64 " bytes in %" PRIu64 " ms\n", s.bytes,
+		       s.last_byte_ms - s.first_byte_ms);
+		return s.bytes >= raw_bytes ? 0 : 1;
+	}
 	clean = !s.decode_errors && !s.malformed && !s.gaps && !s.page_errors &&
 		(!until_bye || s.byes);
 	printf("result %s\n", clean ? "clean" : "NOT CLEAN");

@@ -188,6 +188,7 @@ static void make_tree(void)
 	put_text("tracefs/events/kmem/kmalloc/format", "name: kmalloc\nID: 300\n");
 	put_text("tracefs/events/kmem/kfree/format", "name: kfree\nID: 301\n");
 	put_text("tracefs/set_event", "kmem:kmalloc\n");
+	put_text("tracefs/set_event_notrace_pid", "");
 	put_text("tracefs/options/stackmap", "1\n");
 	put_text("tracefs/stack_map_stat", "entries:      0 / 16384\ntable_size:   32768\n"
 		 "successes:    0\ndrops:        0\nsuccess_rate: 0%\n");
@@ -615,7 +616,8 @@ static int rx_listen(struct rx *r)
 
 /* ---- the agent process ------------------------------------------------------ */
 
-static pid_t start_agent(const char *sock, const char *extra1, const char *extra2)
+static pid_t start_agent(const char *sock, const char *extra1, const char *extra2,
+			 const char *extra3)
 {
 	char tracefs[600], procfs[600], sysfs[600], log[600];
 	pid_t pid;
@@ -633,7 +635,7 @@ static pid_t start_agent(const char *sock, const char *extra1, const char *extra
 		      "--procfs", procfs, "--sysfs", sysfs, "--flush-ms", "10",
 		      "--reconnect-ms", "20", "--rescan-ms", "50", "--stats-ms", "200",
 		      "--hello-ms", "2000", "--linger-ms", "5000", "-v",
-		      extra1, extra2, (char *)NULL);
+		      extra1, extra2, extra3, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -799,7 +801,7 @@ static void scenario_main(void)
 		ok(0, "receiver listens");
 		return;
 	}
-	pid = start_agent(rx.sock, NULL, NULL);
+	pid = start_agent(rx.sock, NULL, NULL, NULL);
 	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
 		char rel[128];
 
@@ -976,7 +978,7 @@ static void scenario_drop(void)
 	}
 	/* no WELCOME until we say so: the agent cannot send anything */
 	rx.respond = false;
-	pid = start_agent(rx.sock, "--window-kb", "512");
+	pid = start_agent(rx.sock, "--window-kb", "512", "--exclude-self");
 	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
 		char rel[128];
 
@@ -988,6 +990,21 @@ static void scenario_drop(void)
 	write_pages(400);		/* 1.6 MB of pages into a 512 KiB window */
 	rx_pump(&rx, 500, NULL);
 	ok(rx.hellos >= 1 && rx.pages == 0, "HELLO came, nothing else without WELCOME");
+	{
+		char rel[700], want[32], *got = NULL;
+		size_t cap = 0;
+		FILE *f;
+
+		snprintf(rel, sizeof(rel), "%s/tracefs/set_event_notrace_pid", root);
+		snprintf(want, sizeof(want), "%d", (int)pid);
+		f = fopen(rel, "r");
+		ok(f && getline(&got, &cap, f) > 0 && strcmp(got, want) == 0,
+		   "--exclude-self wrote the agent's pid to set_event_notrace_pid");
+		if (f)
+			fclose(f);
+		free(got);
+		ok(!log_has("tracing_on"), "and changed nothing else in tracefs");
+	}
 	rx.respond = true;
 	rx_close(&rx);			/* reconnect: now WELCOME */
 	want_pages = 1;
