@@ -60,6 +60,8 @@ long delta_read(struct delta_reader *d)
 	do {
 		n = read(d->fd, d->buf + d->len, DELTA_BUF_SIZE - d->len);
 	} while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EINVAL && DELTA_BUF_SIZE - d->len < DELTA_REC_MAX)
+		return 0;	/* no room for the next record: consume first */
 	if (n < 0)
 		return errno == EAGAIN ? 0 : negerrno();
 	d->len += (size_t)n;

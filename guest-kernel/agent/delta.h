@@ -19,6 +19,8 @@
 #include <stdint.h>
 
 #define DELTA_BUF_SIZE (64u * 1024u)
+/* The largest record: header + 64 return addresses. */
+#define DELTA_REC_MAX (16u + 64u * 8u)
 
 struct delta_reader {
 	char path[4096];

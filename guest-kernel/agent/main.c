@@ -394,15 +394,16 @@ static int run(struct agent *a, int sfd)
 		int port_slot = -1, timeout, r;
 
 		now = now_ms();
-		if (a->t_gather && now >= a->t_gather) {
+		/* after BYE nothing more is framed: BYE is the stream's last frame */
+		if (a->t_gather && now >= a->t_gather && !a->stopping) {
 			a->t_gather = 0;
 			agent_collect(a);
 		}
-		if (now >= a->t_rescan) {
+		if (now >= a->t_rescan && !a->stopping) {
 			a->t_rescan = now + a->o.rescan_ms;
 			agent_rescan(a);
 		}
-		if (now >= a->t_stats) {
+		if (now >= a->t_stats && !a->stopping) {
 			a->t_stats = now + a->o.stats_ms;
 			agent_queue_stats(a, false);
 		}
@@ -443,9 +444,11 @@ static int run(struct agent *a, int sfd)
 			}
 		}
 
-		arm_min(&deadline, a->t_gather);
-		arm_min(&deadline, a->t_rescan);
-		arm_min(&deadline, a->t_stats);
+		if (!a->stopping) {
+			arm_min(&deadline, a->t_gather);
+			arm_min(&deadline, a->t_rescan);
+			arm_min(&deadline, a->t_stats);
+		}
 		if (!a->connected)
 			arm_min(&deadline, a->t_reconnect);
 		if (a->connected && a->sess.state == SESS_HELLO)

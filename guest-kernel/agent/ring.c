@@ -33,6 +33,7 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 {
 	struct rings *rs;
 	char path[4096];
+	uint32_t opened = 0;
 	struct stat st;
 	int r;
 
@@ -66,11 +67,17 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 		}
 		c->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (c->fd < 0) {
-			r = negerrno();
-			log_error("cannot open %s: %s", path, strerror(-r));
-			rings_close(rs);
-			return r;
+			/* one CPU's ring is no reason to stop tracing the others */
+			log_warning("cannot open %s: %s: cpu%" PRIu32 " is not streamed", path,
+				    strerror(errno), c->cpu);
+			continue;
 		}
+		opened++;
+	}
+	if (opened == 0) {
+		log_error("no trace_pipe_raw could be opened");
+		rings_close(rs);
+		return -ENOENT;
 	}
 	/* A regular (tracefs) trace_pipe is the threshold-free wake-up source. */
 	if (path_fmt(path, sizeof(path), "%s/trace_pipe", tracefs) == 0 &&
@@ -86,6 +93,8 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 
 int ring_read_page(struct rings *rs, struct ring_cpu *c, const uint8_t **ret_page)
 {
+	if (c->fd < 0)
+		return 0;
 	while (c->fill < rs->page_size) {
 		ssize_t n = read(c->fd, c->page + c->fill, rs->page_size - c->fill);
 

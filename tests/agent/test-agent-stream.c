@@ -286,6 +286,7 @@ struct rx {
 	uint64_t stack_order_errors;
 	uint32_t last_stack_id;
 	unsigned pages, stacks, epochs, formats, lost, stats, byes;
+	unsigned after_bye;	/* frames applied after BYE */
 	uint64_t epoch_list[16];
 	unsigned page_errors, malformed, decode_errors, dups, resent_flags, unknown_rx;
 	uint64_t gap_frames;
@@ -420,6 +421,8 @@ static void apply(struct rx *r, const struct smp_frame *f)
 	uint32_t nr, reason;
 	size_t off = 0;
 
+	if (r->byes)
+		r->after_bye++;
 	if (r->expected == 1) {
 		r->first_seq_of_stream = f->seq;
 		r->first_type_of_stream = f->type;
@@ -933,9 +936,10 @@ static void scenario_main(void)
 	kill(pid, SIGTERM);
 	ok(rx_pump(&rx, TIMEOUT_MS, got_bye), "SIGTERM: BYE arrives");
 	ok(rx.lost > 0 && rx.stats > 0, "LOST (%u) and STATS (%u) arrived", rx.lost, rx.stats);
-	rx_pump(&rx, 200, NULL);
+	rx_pump(&rx, 300, NULL);
 	st = wait_exit(pid, TIMEOUT_MS);
 	is_int(st, 0, "the agent exits 0 after BYE is ACKed");
+	is_int(rx.after_bye, 0, "BYE is the stream's last frame");
 	is_int(rx.decode_errors, 0, "the byte stream decoded without one error");
 	is_int(rx.malformed, 0, "no malformed payload");
 	is_int(rx.unknown_rx, 0, "no unknown frame type from the agent");
