@@ -163,6 +163,62 @@ static void test_set_event(void)
 	}
 }
 
+static char *slurp(const char *rel)
+{
+	char path[512], *buf = calloc(1, 4096);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "r");
+	if (f) {
+		if (fread(buf, 1, 4095, f) == 0)
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+static void test_setup(void)
+{
+	struct tracefs_setup none = { 0 }, all = {
+		.events = "kmem:kmalloc,sched:sched_switch", .stacktrace = true,
+		.stackmap = true, .buffer_kb = 2048,
+	};
+	char t[300], *v;
+
+	put("s/set_event", "");
+	put("s/buffer_size_kb", "1408\n");
+	put("s/tracing_on", "0\n");
+	put("s/options/stacktrace", "0\n");
+	put("s/options/stackmap", "0\n");
+	snprintf(t, sizeof(t), "%s/s", root);
+	is_int(tracefs_apply_setup(t, &none), 0, "an empty setup");
+	v = slurp("s/tracing_on");
+	ok(strcmp(v, "0\n") == 0, "an empty setup writes nothing");
+	free(v);
+	is_int(tracefs_apply_setup(t, &all), 0, "a full setup");
+	v = slurp("s/set_event");
+	ok(strcmp(v, "kmem:kmallocsched:sched_switch") == 0,
+	   "each event appended to set_event (%s)", v);
+	free(v);
+	v = slurp("s/buffer_size_kb");
+	ok(strcmp(v, "2048") == 0, "buffer_size_kb set");
+	free(v);
+	v = slurp("s/options/stacktrace");
+	ok(strcmp(v, "1") == 0, "stacktrace on");
+	free(v);
+	v = slurp("s/options/stackmap");
+	ok(strcmp(v, "1") == 0, "stackmap on");
+	free(v);
+	v = slurp("s/tracing_on");
+	ok(strcmp(v, "1") == 0, "tracing_on");
+	free(v);
+	all.stackmap = false;
+	put("s/options/stackmap", "0\n");
+	snprintf(t, sizeof(t), "%s/none", root);
+	ok(tracefs_apply_setup(t, &all) < 0, "a missing tracefs knob is an error");
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -175,6 +231,7 @@ int main(void)
 	test_discovery();
 	test_parsers();
 	test_set_event();
+	test_setup();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd) != 0)
 		ok(0, "cleanup");
