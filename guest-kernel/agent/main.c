@@ -127,7 +127,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case opt:							\
 			if (parse_num(optarg, "--" #field, min, max, &v) < 0)	\
 				return -EINVAL;					\
-			o->field = v;						\
+			o->field = (__typeof__(o->field))v;		\
 			break;
 		NUM(OPT_FLUSH, flush_ms, 1, 60000)
 		NUM(OPT_WKB, window_kb, 512, 4ul * 1024 * 1024)
