@@ -135,9 +135,10 @@ CASE = re.compile(r'^\[(\d+)\](.*?)\s*\[(%s)\]\s*$' % '|'.join(RESULTS))
 
 
 def ftracetest_results(run):
-    """{description: result} from ftracetest's "[N] desc [RESULT]" lines."""
+    """{description: result} from the "[N] desc [RESULT]" lines of
+    ftracetest.log, which the guest sends after the run."""
     res = {}
-    for l in run.lines:
+    for l in run.file('ftracetest.log').decode('utf-8', 'replace').split('\n'):
         m = CASE.match(ANSI.sub('', l).strip())
         if m:
             res[m.group(2).strip()] = m.group(3)

@@ -9,3 +9,7 @@ say "FTRACETEST $tests"
 # the console: ftracetest colours its output on a tty.
 ./ftracetest -v -l /tmp/ftracetest-logs $tests 2>&1 | cat
 say "FTRACETEST-DONE"
+# ftracetest's own log has one clean "[N] description<TAB>[RESULT]" line per
+# case (the console copy can be interleaved with the tests' EXIT-trap
+# tracing output).
+emit ftracetest.log /tmp/ftracetest-logs/ftracetest.log

@@ -5,11 +5,11 @@
 # Parameters (kernel command line):
 #   stackmap.mode=on|off   options/stackmap
 #   stackmap.bufkb=N       buffer_size_kb per CPU (default 4096)
-#   stackmap.work=N        workload iterations (default 4000)
+#   stackmap.work=N        workload iterations (default 1500)
 . /scenarios/lib.sh
 mode=$(param mode off)
 bufkb=$(param bufkb 4096)
-work=$(param work 4000)
+work=$(param work 1500)
 case "$mode" in on) flag=1 ;; off) flag=0 ;; *) fail "bad stackmap.mode=$mode" ;; esac
 
 echo 0 > $T/tracing_on
