@@ -8,20 +8,14 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "hist.h"
 #include "pair.h"
 #include "proto.h"
 #include "tep.h"
 
-#define SID_NONE	G_MININT64	/* chunk_stacks.sid NULL: event without a stack */
 #define FULLSTACK_CACHE_MAX 65536u
 #define LOG_FIRST_N	10u		/* malformed frames logged per connection ... */
 #define LOG_EVERY	1000u		/* ... then one in this many */
-
-typedef struct {
-	uint64_t count;
-	uint64_t ts_min;
-	uint64_t ts_max;
-} Hist;
 
 typedef struct {
 	GByteArray *packed;
@@ -31,7 +25,8 @@ typedef struct {
 	uint64_t ts_max;
 	uint32_t pages;
 	uint32_t events;
-	GHashTable *hist;	/* gint64 sid -> Hist */
+	uint64_t traced;
+	GHashTable *hist;	/* hist.h key (gsize) -> HaHistEnt (count, time range) */
 } CpuBatch;
 
 struct _HaConn {
@@ -229,28 +224,31 @@ static CpuBatch *batch_get(HaConn *c, uint32_t cpu)
 		b = g_new0(CpuBatch, 1);
 		b->packed = g_byte_array_new();
 		b->ts_min = UINT64_MAX;
-		b->hist = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+		b->hist = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 		g_hash_table_insert(c->batches, GUINT_TO_POINTER(cpu), b);
 	}
 	return b;
 }
 
-static void hist_add(CpuBatch *b, int64_t sid, uint64_t ts)
+static void hist_add(CpuBatch *b, gsize key, uint64_t ts)
 {
-	Hist *h = g_hash_table_lookup(b->hist, &sid);
+	gpointer k = GSIZE_TO_POINTER(key);
+	HaHistEnt *e = g_hash_table_lookup(b->hist, k);
 
-	if (!h) {
-		int64_t *k = g_new(int64_t, 1);
-
-		*k = sid;
-		h = g_new0(Hist, 1);
-		h->ts_min = ts;
-		h->ts_max = ts;
-		g_hash_table_insert(b->hist, k, h);
+	if (!e) {
+		e = g_new0(HaHistEnt, 1);
+		e->kind = key == 0 ? HA_HIST_NONE : (key & 1) ? HA_HIST_FULL : HA_HIST_ID;
+		e->id = key == 0 ? 0 : (key & 1) ? (int64_t)(key >> 1) : (int64_t)(key / 2 - 1);
+		e->ts_min = ts;
+		e->ts_max = ts;
+		g_hash_table_insert(b->hist, k, e);
 	}
-	h->count++;
-	h->ts_min = MIN(h->ts_min, ts);
-	h->ts_max = MAX(h->ts_max, ts);
+	e->count++;
+	e->ts_min = MIN(e->ts_min, ts);
+	e->ts_max = MAX(e->ts_max, ts);
+	b->traced++;
+	b->ts_min = MIN(b->ts_min, ts);
+	b->ts_max = MAX(b->ts_max, ts);
 }
 
 /* The id of an inline stack, inserted on first sight. -1 on store failure. */
@@ -299,17 +297,17 @@ static void on_paired(const HaPaired *p, void *user)
 {
 	HaConn *c = user;
 	CpuBatch *b = batch_get(c, p->cpu);
-	int64_t sid = SID_NONE;
+	gsize key = 0;	/* no stack (hist.h) */
 
 	if (p->stack == HA_STACK_ID) {
-		sid = p->stack_id;
+		key = 2 * (gsize)p->stack_id + 2;
 	} else if (p->stack == HA_STACK_FULL) {
 		int64_t id = fullstack_id(c, p->ips, p->nr_ips);
 
 		if (id > 0)
-			sid = -id;
+			key = 2 * (gsize)id + 1;
 	}
-	hist_add(b, sid, p->ts);
+	hist_add(b, key, p->ts);
 	c->st.events++;
 }
 
@@ -332,8 +330,8 @@ static void on_event(const HaEvent *ev, void *user)
 static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 {
 	g_autoptr(GBytes) z = NULL;
+	g_autoptr(GByteArray) hist = g_byte_array_new();
 	sqlite3_stmt *st;
-	int64_t chunk;
 	GHashTableIter it;
 	gpointer k, v;
 	gsize zlen;
@@ -345,8 +343,12 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	if (!z)
 		return false;
 	zdata = g_bytes_get_data(z, &zlen);
+	g_hash_table_iter_init(&it, b->hist);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		ha_hist_put(hist, v, b->ts_min);
 	st = STMT(c, "INSERT INTO chunks(boot, cpu, first_seq, last_seq, ts_min, ts_max,"
-		  " nr_pages, nr_events, raw_bytes, data) VALUES(?,?,?,?,?,?,?,?,?,?)", error);
+		  " nr_pages, nr_events, nr_traced, raw_bytes, data, stacks)"
+		  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", error);
 	sqlite3_bind_int64(st, 1, c->boot);
 	sqlite3_bind_int64(st, 2, cpu);
 	if (b->pages) {
@@ -359,27 +361,12 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	}
 	sqlite3_bind_int64(st, 7, b->pages);
 	sqlite3_bind_int64(st, 8, b->events);
-	sqlite3_bind_int64(st, 9, b->packed->len);
-	sqlite3_bind_blob(st, 10, zdata, (int)zlen, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 9, (int64_t)b->traced);
+	sqlite3_bind_int64(st, 10, b->packed->len);
+	sqlite3_bind_blob(st, 11, zdata, (int)zlen, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 12, hist->data, (int)hist->len, SQLITE_STATIC);
 	if (!step_done(c, st, error, "insert chunk"))
 		return false;
-	chunk = sqlite3_last_insert_rowid(ha_store_db(c->store));
-	g_hash_table_iter_init(&it, b->hist);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		int64_t sid = *(int64_t *)k;
-		Hist *h = v;
-
-		st = STMT(c, "INSERT INTO chunk_stacks(chunk, sid, count, ts_min, ts_max)"
-			  " VALUES(?,?,?,?,?)", error);
-		sqlite3_bind_int64(st, 1, chunk);
-		if (sid != SID_NONE)
-			sqlite3_bind_int64(st, 2, sid);
-		sqlite3_bind_int64(st, 3, (int64_t)h->count);
-		sqlite3_bind_int64(st, 4, (int64_t)h->ts_min);
-		sqlite3_bind_int64(st, 5, (int64_t)h->ts_max);
-		if (!step_done(c, st, error, "insert chunk_stacks"))
-			return false;
-	}
 	return true;
 }
 

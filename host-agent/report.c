@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "hist.h"
 #include "pair.h"
 #include "proto.h"
 #include "resolve.h"
@@ -53,38 +54,46 @@ static GArray *ips_from_blob(const void *blob, int bytes)
 	return a;
 }
 
-/* Which epoch does a stack_id seen between ts_min and ts_max belong to? */
+static const char WHY_SPAN[] = "its events span two epochs with the same tag";
+
+/*
+ * Which epoch does a stack_id seen between ts_min and ts_max belong to? The newest
+ * epoch E with the id's tag that started by ts_max. If E started after ts_min and an
+ * older epoch with the same tag exists, some of those events may be that older
+ * epoch's: ambiguous (the caller retries with finer time ranges).
+ */
 static void resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
 			uint64_t ts_max, Stack *ret)
 {
 	sqlite3_stmt *st;
-	int64_t epoch = -1;
+	int64_t epoch = -1, start = 0;
 
 	ret->kind = ST_UNRESOLVED;
 	ret->sid = id;
 	ret->epoch = -1;
-	st = ha_store_stmt(s, "SELECT epoch FROM epochs WHERE boot = ? AND tag = ? AND"
-			   " start_ts <= ? ORDER BY epoch DESC LIMIT 1", NULL);
+	st = ha_store_stmt(s, "SELECT epoch, start_ts FROM epochs WHERE boot = ? AND tag = ?"
+			   " AND start_ts <= ? ORDER BY epoch DESC LIMIT 1", NULL);
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_int64(st, 2, smp_id_tag(id));
-	sqlite3_bind_int64(st, 3, (int64_t)ts_min);
-	if (sqlite3_step(st) == SQLITE_ROW)
+	sqlite3_bind_int64(st, 3, (int64_t)ts_max);
+	if (sqlite3_step(st) == SQLITE_ROW) {
 		epoch = sqlite3_column_int64(st, 0);
+		start = sqlite3_column_int64(st, 1);
+	}
 	sqlite3_reset(st);
 	if (epoch < 0) {
 		ret->why = "no epoch with its tag had started";
 		return;
 	}
-	if (ts_max > ts_min) {
+	if ((uint64_t)start > ts_min) {
 		st = ha_store_stmt(s, "SELECT 1 FROM epochs WHERE boot = ? AND tag = ? AND"
-				   " start_ts > ? AND start_ts <= ? LIMIT 1", NULL);
+				   " epoch < ? LIMIT 1", NULL);
 		sqlite3_bind_int64(st, 1, boot);
 		sqlite3_bind_int64(st, 2, smp_id_tag(id));
-		sqlite3_bind_int64(st, 3, (int64_t)ts_min);
-		sqlite3_bind_int64(st, 4, (int64_t)ts_max);
+		sqlite3_bind_int64(st, 3, epoch);
 		if (sqlite3_step(st) == SQLITE_ROW) {
 			sqlite3_reset(st);
-			ret->why = "its events span two epochs with the same tag";
+			ret->why = WHY_SPAN;
 			return;
 		}
 		sqlite3_reset(st);
@@ -117,19 +126,6 @@ static void resolve_full(HaStore *s, int64_t id, Stack *ret)
 		ret->ips = ips_from_blob(sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0));
 	}
 	sqlite3_reset(st);
-}
-
-/* chunk_stacks.sid (NULL / >= 0 / < 0) to a Stack. */
-static void resolve_sid(HaStore *s, int64_t boot, bool null, int64_t sid, uint64_t ts_min,
-			uint64_t ts_max, Stack *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	if (null)
-		ret->kind = ST_NONE;
-	else if (sid >= 0)
-		resolve_map(s, boot, (uint32_t)sid, ts_min, ts_max, ret);
-	else
-		resolve_full(s, -sid, ret);
 }
 
 /* ---- output helpers ----------------------------------------------------------- */
@@ -360,8 +356,8 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 		end = fmt_time(sqlite3_column_int64(st, 2));
 		ended = g_strdup((const char *)sqlite3_column_text(st, 3));
 		sqlite3_reset(st);
-		events = scalar(s, "SELECT COALESCE(SUM(cs.count), 0) FROM chunk_stacks cs JOIN"
-				" chunks c ON c.id = cs.chunk WHERE c.boot = ?", b);
+		events = scalar(s, "SELECT COALESCE(SUM(nr_traced), 0) FROM chunks WHERE boot = ?",
+				b);
 		lost_frames = scalar(s, "SELECT COALESCE(SUM(gap_frames), 0) FROM streams"
 				     " WHERE boot = ?", b);
 		overrun = scalar(s, "SELECT COALESCE(SUM(overrun + dropped_events), 0) FROM lost"
@@ -465,68 +461,133 @@ static void add_entry(GHashTable *by_key, int64_t boot, Stack *st, uint64_t coun
 }
 
 typedef struct {
-	int64_t v[5];
-} Row5;
+	uint64_t count;
+	uint64_t ts_min;
+	uint64_t ts_max;
+} Agg;
 
-/* Aggregate chunk_stacks of @boot into @by_key. */
-static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *syms,
-		    bool merge_symbolic, GError **error)
+static gsize hist_key(const HaHistEnt *e)
 {
-	sqlite3_stmt *st;
-	g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(Row5));
+	return e->kind == HA_HIST_NONE ? 0 : e->kind == HA_HIST_ID ? 2 * (gsize)e->id + 2 :
+	       2 * (gsize)e->id + 1;
+}
 
-	st = ha_store_stmt(s, "SELECT cs.sid IS NULL, COALESCE(cs.sid, 0), SUM(cs.count),"
-			   " MIN(cs.ts_min), MAX(cs.ts_max) FROM chunk_stacks cs JOIN chunks c"
-			   " ON c.id = cs.chunk WHERE c.boot = ? GROUP BY cs.sid", error);
+static void resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, uint64_t ts_min,
+			uint64_t ts_max, Stack *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (e->kind == HA_HIST_NONE)
+		ret->kind = ST_NONE;
+	else if (e->kind == HA_HIST_ID)
+		resolve_map(s, boot, (uint32_t)e->id, ts_min, ts_max, ret);
+	else
+		resolve_full(s, e->id, ret);
+}
+
+/*
+ * Call @fn for every histogram entry of @boot's chunks, with the chunk's time range.
+ * Returns false with @error on a store error.
+ */
+static bool each_hist(HaStore *s, int64_t boot, GError **error,
+		      void (*fn)(const HaHistEnt *e, uint64_t ts_min, uint64_t ts_max,
+				 void *user), void *user)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT ts_min, ts_max, stacks FROM chunks"
+					 " WHERE boot = ? AND stacks IS NOT NULL", error);
+
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		Row5 r;
+		uint64_t lo = (uint64_t)sqlite3_column_int64(st, 0);
+		uint64_t hi = (uint64_t)sqlite3_column_int64(st, 1);
+		const uint8_t *b = sqlite3_column_blob(st, 2);
+		size_t len = (size_t)sqlite3_column_bytes(st, 2), off = 0;
+		HaHistEnt e;
 
-		for (int i = 0; i < 5; i++)
-			r.v[i] = sqlite3_column_int64(st, i);
-		g_array_append_val(rows, r);
+		while (ha_hist_next(b, len, &off, lo, &e) == 1)
+			fn(&e, e.ts_min, e.ts_max, user);
+		(void)hi;
 	}
 	sqlite3_reset(st);
-	for (guint i = 0; i < rows->len; i++) {
-		int64_t *r = g_array_index(rows, Row5, i).v;
+	return true;
+}
+
+typedef struct {
+	GHashTable *agg;	/* hist key -> Agg */
+	GHashTable *split;	/* hist keys to resolve chunk by chunk */
+	HaStore *s;
+	int64_t boot;
+	GHashTable *by_key;
+	const HaSyms *syms;
+	bool merge;
+} Collect;
+
+static void agg_fn(const HaHistEnt *e, uint64_t lo, uint64_t hi, void *user)
+{
+	Collect *x = user;
+	gpointer k = GSIZE_TO_POINTER(hist_key(e));
+	Agg *a = g_hash_table_lookup(x->agg, k);
+
+	if (!a) {
+		a = g_new0(Agg, 1);
+		a->ts_min = lo;
+		a->ts_max = hi;
+		g_hash_table_insert(x->agg, k, a);
+	}
+	a->count += e->count;
+	a->ts_min = MIN(a->ts_min, lo);
+	a->ts_max = MAX(a->ts_max, hi);
+}
+
+static void split_fn(const HaHistEnt *e, uint64_t lo, uint64_t hi, void *user)
+{
+	Collect *x = user;
+	Stack stk;
+
+	if (!g_hash_table_contains(x->split, GSIZE_TO_POINTER(hist_key(e))))
+		return;
+	resolve_ent(x->s, x->boot, e, lo, hi, &stk);
+	add_entry(x->by_key, x->boot, &stk, e->count, x->syms, x->merge);
+}
+
+/* Aggregate the stack histograms of @boot into @by_key. */
+static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *syms,
+		    bool merge_symbolic, GError **error)
+{
+	Collect x = {
+		.agg = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free),
+		.split = g_hash_table_new(g_direct_hash, g_direct_equal),
+		.s = s, .boot = boot, .by_key = by_key, .syms = syms, .merge = merge_symbolic,
+	};
+	GHashTableIter it;
+	gpointer k, v;
+	bool ok = each_hist(s, boot, error, agg_fn, &x);
+
+	g_hash_table_iter_init(&it, x.agg);
+	while (ok && g_hash_table_iter_next(&it, &k, &v)) {
+		gsize key = GPOINTER_TO_SIZE(k);
+		Agg *a = v;
+		HaHistEnt e = {
+			.kind = key == 0 ? HA_HIST_NONE : (key & 1) ? HA_HIST_FULL : HA_HIST_ID,
+			.id = key == 0 ? 0 : (key & 1) ? (int64_t)(key >> 1) : (int64_t)(key / 2 - 1),
+		};
 		Stack stk;
 
-		resolve_sid(s, boot, r[0], r[1], (uint64_t)r[3], (uint64_t)r[4], &stk);
-		if (stk.kind == ST_UNRESOLVED && r[1] >= 0 && !r[0] && stk.why &&
-		    strstr(stk.why, "span")) {
-			/* Split by chunk: each chunk's range resolves on its own. */
-			sqlite3_stmt *q = ha_store_stmt(s, "SELECT cs.count, cs.ts_min, cs.ts_max"
-						" FROM chunk_stacks cs JOIN chunks c ON c.id ="
-						" cs.chunk WHERE c.boot = ? AND cs.sid = ?", error);
-			g_autoptr(GArray) parts = g_array_new(FALSE, FALSE, sizeof(Row5));
-
+		resolve_ent(s, boot, &e, a->ts_min, a->ts_max, &stk);
+		if (stk.kind == ST_UNRESOLVED && stk.why == WHY_SPAN) {
+			/* Epochs with this tag started while it was seen: per chunk. */
+			g_hash_table_add(x.split, k);
 			stack_clear(&stk);
-			if (!q)
-				return false;
-			sqlite3_bind_int64(q, 1, boot);
-			sqlite3_bind_int64(q, 2, r[1]);
-			while (sqlite3_step(q) == SQLITE_ROW) {
-				Row5 p = { { sqlite3_column_int64(q, 0),
-					     sqlite3_column_int64(q, 1),
-					     sqlite3_column_int64(q, 2) } };
-
-				g_array_append_val(parts, p);
-			}
-			sqlite3_reset(q);
-			for (guint j = 0; j < parts->len; j++) {
-				int64_t *p = g_array_index(parts, Row5, j).v;
-
-				resolve_sid(s, boot, false, r[1], (uint64_t)p[1], (uint64_t)p[2],
-					    &stk);
-				add_entry(by_key, boot, &stk, (uint64_t)p[0], syms, merge_symbolic);
-			}
 			continue;
 		}
-		add_entry(by_key, boot, &stk, (uint64_t)r[2], syms, merge_symbolic);
+		add_entry(by_key, boot, &stk, a->count, syms, merge_symbolic);
 	}
-	return true;
+	if (ok && g_hash_table_size(x.split))
+		ok = each_hist(s, boot, error, split_fn, &x);
+	g_hash_table_destroy(x.agg);
+	g_hash_table_destroy(x.split);
+	return ok;
 }
 
 static bool report_top(HaStore *s, const HaReportOpts *o, bool as_folded, GString *out,

@@ -16,9 +16,8 @@
  *   stacks       (boot, epoch, stack_id) -> depth, ips (little-endian u64s)
  *   fullstacks   inline stacks from ftrace/kernel_stack events, deduplicated per boot
  *   chunks       raw PAGE payloads of one CPU, zstd-compressed, with first/last seq,
- *                trace-clock range, page and event counts
- *   chunk_stacks per chunk, how many events had which stack (sid >= 0: map stack_id;
- *                sid < 0: -fullstacks.id; NULL: no stack), with their time range
+ *                trace-clock range, page and ring-event counts, and the stack
+ *                histogram of the traced events finished in it (hist.h)
  *   texts        FORMAT, KSYMS and MODULES texts per boot
  *   lost         latest per-CPU LOST counters per stream
  *   stats        latest STATS values per stream

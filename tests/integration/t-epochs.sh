@@ -19,3 +19,17 @@ report stack "$id" --domain-name vm1 | grep -q "^  epoch 3 .*stack_id 0x0030000d
 report stack $(( (9 << 20) | 13 )) --domain-name vm1 | grep -q "unresolved" ||
 	fail "id of an unknown epoch not reported unresolved"
 ok "per-epoch resolution"
+
+# 2100 epochs: the 11-bit tag wraps, so epochs 0 and 2048 (1 and 2049, ...) hand out
+# the same ids for different stacks; each event still resolves by its timestamp.
+start_daemon --listen "$T/sock2" --domain-name wrap
+"$SYNTH_GUEST" --connect "$T/sock2" --events 8400 --epochs 2100 --stacks 3 --seed 4 \
+	--expect "$T/expect2" -q >/dev/null || fail "synth-guest (2100 epochs)"
+wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+stop_daemon
+b=$(report boots --json --domain-name wrap)
+[ "$(json_field "$b" epochs)" = 2100 ] || fail "epochs: $b"
+compare_folded wrap "$T/expect2"
+n=$(report stack 13 --domain-name wrap | grep -c "^  epoch \(0\|2048\) .*stack_id 0x0000000d")
+[ "$n" = 2 ] || fail "id 13 should exist in epochs 0 and 2048 with their own stacks"
+ok "epoch tags wrap without misattribution"
