@@ -41,6 +41,7 @@ struct recv_state {
 	uint64_t pages_cpu[MAX_CPUS];
 	uint64_t page_bytes;
 	uint64_t page_errors, missed_pages;
+	uint64_t events;	/* data records in the pages (ring-buffer event headers) */
 	uint64_t stacks, epochs, last_epoch;
 	uint64_t decode_errors, malformed, dups, gaps, resent;
 	uint64_t lost_dropped_frames;
@@ -69,6 +70,45 @@ static void send_frame(int fd, uint8_t type, const void *p, size_t len)
 		(void)send(fd, buf, (size_t)n, MSG_NOSIGNAL);
 }
 
+/*
+ * Count the data records of a page's committed bytes, walking the ring buffer's event
+ * headers (type_len in bits 0-4: 0 = length in the next word, 1..28 = 4*type_len bytes
+ * of data, 29 padding, 30 time extend, 31 absolute time stamp). Returns -1 when a
+ * header points outside the data.
+ */
+static long count_events(const uint8_t *data, size_t len)
+{
+	size_t off = 0;
+	long n = 0;
+
+	while (off + 4 <= len) {
+		uint32_t h, type_len, word = 0;
+		size_t size;
+
+		memcpy(&h, data + off, 4);
+		type_len = h & 0x1f;
+		if (off + 8 <= len)
+			memcpy(&word, data + off + 4, 4);
+		if (type_len == 29) {
+			if ((h >> 5) == 0 && word == 0)
+				break;		/* the null event: nothing after it */
+			size = 4 + (size_t)word;
+		} else if (type_len >= 30) {
+			size = 8;
+		} else if (type_len == 0) {
+			size = 4 + (((size_t)word + 3) & ~(size_t)3);
+			n++;
+		} else {
+			size = 4 + 4 * (size_t)type_len;
+			n++;
+		}
+		if (size < 4 || off + size > len)
+			return -1;
+		off += size;
+	}
+	return n;
+}
+
 static void check_page(struct recv_state *s, const struct smp_frame *f)
 {
 	struct smp_page p;
@@ -84,8 +124,16 @@ static void check_page(struct recv_state *s, const struct smp_frame *f)
 	memcpy(&commit_field, p.data + 8, 8);
 	commit = (uint32_t)commit_field & ~(3u << 30);
 	want = 16 + (size_t)commit + ((commit_field & (1u << 30)) ? 8 : 0);
-	if (p.data_len != want || p.data_len > s->page_size)
+	if (p.data_len != want || p.data_len > s->page_size) {
 		s->page_errors++;
+	} else {
+		long n = count_events(p.data + 16, commit);
+
+		if (n < 0)
+			s->page_errors++;
+		else
+			s->events += (uint64_t)n;
+	}
 	if (commit_field & (1u << 31))
 		s->missed_pages++;
 	s->pages_cpu[p.cpu]++;
@@ -366,8 +414,8 @@ int main(int argc, char **argv)
 	for (int cpu = 0; cpu < MAX_CPUS; cpu++)
 		if (s.pages_cpu[cpu])
 			printf("pages cpu%d %" PRIu64 "\n", cpu, s.pages_cpu[cpu]);
-	printf("page_bytes %" PRIu64 " page_errors %" PRIu64 " missed_pages %" PRIu64 "\n",
-	       s.page_bytes, s.page_errors, s.missed_pages);
+	printf("page_bytes %" PRIu64 " page_errors %" PRIu64 " missed_pages %" PRIu64
+	       " events %" PRIu64 "\n", s.page_bytes, s.page_errors, s.missed_pages, s.events);
 	printf("stacks %" PRIu64 " epochs %" PRIu64 "\n", s.stacks, s.epochs);
 	printf("decode_errors %" PRIu64 " malformed %" PRIu64 " dups %" PRIu64 " gaps %"
 	       PRIu64 " resent %" PRIu64 "\n", s.decode_errors, s.malformed, s.dups, s.gaps,
