@@ -49,6 +49,7 @@ static void usage(FILE *f)
 "  --linger-ms N        on SIGTERM, wait this long for BYE to be ACKed (3000)\n"
 "Tracing setup (default: leave tracefs as it is):\n"
 "  --events LIST        enable events, e.g. kmem:kmalloc,kmem:kfree\n"
+"  --tracer NAME        set current_tracer (it cannot change while the agent runs)\n"
 "  --stacktrace         set options/stacktrace\n"
 "  --stackmap           set options/stackmap\n"
 "  --buffer-kb N        set buffer_size_kb\n"
@@ -75,7 +76,7 @@ static int parse_num(const char *arg, const char *name, unsigned long min,
 enum {
 	OPT_PORT_NAME = 256, OPT_PORT, OPT_SYSFS, OPT_DEVDIR, OPT_PROCFS, OPT_TRACEFS,
 	OPT_FLUSH, OPT_WKB, OPT_WFRAMES, OPT_STATS, OPT_RESCAN, OPT_RECONNECT, OPT_HELLO,
-	OPT_LINGER, OPT_EVENTS, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
+	OPT_LINGER, OPT_EVENTS, OPT_TRACER, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -96,6 +97,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "hello-ms", required_argument, NULL, OPT_HELLO },
 		{ "linger-ms", required_argument, NULL, OPT_LINGER },
 		{ "events", required_argument, NULL, OPT_EVENTS },
+		{ "tracer", required_argument, NULL, OPT_TRACER },
 		{ "stacktrace", no_argument, NULL, OPT_STACKTRACE },
 		{ "stackmap", no_argument, NULL, OPT_STACKMAP },
 		{ "buffer-kb", required_argument, NULL, OPT_BUFFER },
@@ -140,6 +142,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		NUM(OPT_BUFFER, setup.buffer_kb, 1, 16ul * 1024 * 1024)
 #undef NUM
 		case OPT_EVENTS: o->setup.events = optarg; break;
+		case OPT_TRACER: o->setup.tracer = optarg; break;
 		case OPT_STACKTRACE: o->setup.stacktrace = true; break;
 		case OPT_STACKMAP: o->setup.stackmap = true; break;
 		case OPT_EXCLUDE_SELF: o->setup.exclude_self = true; break;

@@ -420,7 +420,12 @@ int tracefs_apply_setup(const char *root, const struct tracefs_setup *s)
 			r = 0;	/* no function tracer in this kernel */
 		ret = ret ? ret : r;
 	}
-	if (s->events || s->stacktrace || s->stackmap || s->buffer_kb) {
+	if (s->tracer) {
+		/* before the rings are opened: a reader of trace_pipe(_raw) pins the tracer */
+		r = set_knob(root, "current_tracer", s->tracer, 0);
+		ret = ret ? ret : r;
+	}
+	if (s->events || s->tracer || s->stacktrace || s->stackmap || s->buffer_kb) {
 		r = set_knob(root, "tracing_on", "1", 0);
 		ret = ret ? ret : r;
 	}

@@ -73,6 +73,7 @@ int tracefs_option(const char *root, const char *name, bool *ret);
 /* The optional tracing setup of the command line. */
 struct tracefs_setup {
 	const char *events;	/* "sys:event,sys:event" or NULL */
+	const char *tracer;	/* current_tracer, or NULL */
 	bool stacktrace;
 	bool stackmap;
 	unsigned long buffer_kb;	/* 0: leave it */
