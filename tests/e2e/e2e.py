@@ -20,6 +20,8 @@ Tests:
   deep-stack         stacks deeper than 64 frames are recorded in full
   stackmap-bin       the seed's stackmap_dump.py parses the guest's
                      stack_map_bin on the host and agrees with stack_map
+  pvpanic            a guest panic reaches QEMU through pvpanic and ends
+                     the run at once (launch exits 1)
   record-baseline    (not a meson test) run test.d/ftrace on the unpatched
                      kernel and rewrite ftrace-baseline-unpatched.txt
 """
@@ -107,7 +109,7 @@ class Run:
         raise TestFailure('the guest did not send %s' % name)
 
 
-def boot(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
+def launch(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
     initrd = build_initramfs(kout, workdir)
     console = os.path.join(workdir, 'console-%s.log' % (tag or scenario))
     cmd = [os.path.join(GK, 'launch'), '--kernel',
@@ -118,7 +120,12 @@ def boot(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
         cmd += ['--append', a]
     log('$ ' + ' '.join(cmd))
     rc = subprocess.run(cmd, check=False).returncode
-    run = Run(console, rc)
+    return Run(console, rc)
+
+
+def boot(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
+    run = launch(kout, workdir, scenario, append, timeout, smp, tag)
+    rc, console = run.rc, run.console_path
     for m in run.markers():
         if not m.startswith('FILE-'):
             log('  guest: ' + m)
@@ -127,6 +134,8 @@ def boot(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
           'scenario %s did not end with rc=0 (console: %s)' % (scenario, console))
     check(not run.has('KERNEL-WARNINGS'),
           'the guest kernel logged warnings (console: %s)' % console)
+    check(run.has('PORT org.stackmap.0 /dev/vport'),
+          'the guest has no virtio-serial port named org.stackmap.0')
     return run
 
 
@@ -343,7 +352,20 @@ def t_stackmap_bin(workdir):
     log('all %d stacks and %d frames agree' % (len(parsed), frames))
 
 
+def t_pvpanic(workdir):
+    kout = build_kernel()
+    run = launch(kout, workdir, 'panic', timeout=300)
+    check(run.has('BEGIN panic'), 'the panic scenario did not start')
+    check('Kernel panic' in run.text, 'no kernel panic on the console')
+    check(not run.has('END panic'), 'the guest survived the panic')
+    # 1 is QEMU's own exit status for -action panic=exit-failure, i.e. the
+    # panic reached the host through pvpanic; a plain reboot would give 3
+    # (launch's "panic on the console" status) and a hang 124.
+    check(run.rc == 1, 'launch exited with %d, expected 1 (pvpanic)' % run.rc)
+
+
 TESTS = {
+    'pvpanic': t_pvpanic,
     'build-kernel': t_build_kernel,
     'seed-selftests': t_seed_selftests,
     'ftrace-regression': t_ftrace_regression,
