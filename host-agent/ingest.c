@@ -61,6 +61,7 @@ struct _HaConn {
 	uint32_t batch_bytes;
 	uint32_t batch_frames;
 	uint64_t d_gap, d_dup, d_malformed, d_bad_pages, orphans_saved;
+	gint64 pending_since;
 
 	GByteArray *out;
 	HaConnStats st;
@@ -120,6 +121,11 @@ void ha_conn_free(HaConn *c)
 	g_free(c->domain);
 	g_free(c->peer);
 	g_free(c);
+}
+
+gint64 ha_conn_pending_since(const HaConn *c)
+{
+	return c->pending_since;
 }
 
 const HaConnStats *ha_conn_stats(const HaConn *c)
@@ -441,6 +447,7 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	if (!ha_store_commit(c->store, error))
 		return false;
 	c->st.commits++;
+	c->pending_since = 0;
 	c->orphans_saved += orphans;
 	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
 	g_hash_table_remove_all(c->batches);
@@ -936,6 +943,8 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 	} else {
 		if (!ha_store_begin(c->store, error))
 			return false;
+		if (!c->pending_since)
+			c->pending_since = g_get_monotonic_time();
 		if (!apply(c, f, error))
 			return false;
 		c->st.applied++;

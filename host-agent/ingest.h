@@ -59,6 +59,10 @@ bool ha_conn_process(HaConn *c, GError **error);
  * when the quota is reached (the batch is then rolled back and not acknowledged). */
 bool ha_conn_flush(HaConn *c, GError **error);
 
+/* Monotonic time (g_get_monotonic_time) of the oldest frame applied but not yet
+ * committed, 0 when the batch is empty: the source bounds ACK latency with it. */
+gint64 ha_conn_pending_since(const HaConn *c);
+
 /* Bytes waiting to be written to the guest (owned by @c), and how many were written. */
 const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len);
 void ha_conn_output_done(HaConn *c, size_t n);

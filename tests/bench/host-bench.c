@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: MIT
+/*
+ * host-bench - host-agent figures (prints, asserts nothing about time).
+ *
+ *  1. A synthetic guest stream (synth-guest --dump) of --events traced events.
+ *  2. The physical limit: the same bytes through a unix socket into a file, fdatasync'd
+ *     (one writer, one reader process).
+ *  3. Ingest: the same bytes replayed into a real `host-agent --listen` over a unix
+ *     socket, until the host ACKs the last frame (durable in SQLite): wall time, and
+ *     the daemon's own CPU time (it is single-threaded: one core).
+ *  4. Stored bytes per event (database after a WAL checkpoint, and by part).
+ *  5. `report top` and `report boots` latency on a store of --top-events events
+ *     (default 10 million), streamed by synth-guest into a fresh daemon.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+static char *ha_path, *sg_path, *dir;
+static gint64 nevents = 2000000, top_events = 10000000;
+
+static double now(void)
+{
+	return (double)g_get_monotonic_time() / 1e6;
+}
+
+static double proc_cpu(GPid pid)
+{
+	g_autofree char *path = g_strdup_printf("/proc/%d/stat", pid);
+	g_autofree char *txt = NULL;
+	unsigned long ut = 0, st = 0;
+	char *p;
+
+	if (!g_file_get_contents(path, &txt, NULL, NULL) || !(p = strrchr(txt, ')')))
+		return 0;
+	/* fields after ")": state(3) ... utime(14) stime(15) */
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void run(char **argv)
+{
+	g_autoptr(GError) e = NULL;
+	int status;
+
+	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL,
+			  NULL, NULL, NULL, NULL, &status, &e) ||
+	    !g_spawn_check_wait_status(status, &e)) {
+		g_printerr("host-bench: %s: %s\n", argv[0], e->message);
+		exit(1);
+	}
+}
+
+static GPid start_daemon(const char *sock, const char *state, const char *domain)
+{
+	char *argv[] = { ha_path, "--listen", (char *)sock, "--state-dir", (char *)state,
+			 "--domain-name", (char *)domain, NULL };
+	g_autoptr(GError) e = NULL;
+	g_autofree char *log = g_build_filename(dir, "daemon.log", NULL);
+	GPid pid;
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+	if (!g_spawn_async_with_fds(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+				    &pid, -1, fd, fd, &e)) {
+		g_printerr("host-bench: %s\n", e->message);
+		exit(1);
+	}
+	close(fd);
+	for (int i = 0; i < 100 && !g_file_test(sock, G_FILE_TEST_EXISTS); i++)
+		g_usleep(50000);
+	return pid;
+}
+
+static void stop_daemon(GPid pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	g_spawn_close_pid(pid);
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("host-bench: connect");
+		exit(1);
+	}
+	return fd;
+}
+
+static bool write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* The plain copy: socket -> file, fdatasync. Returns seconds. */
+static double plain_copy(const uint8_t *buf, size_t len)
+{
+	int sv[2];
+	pid_t child;
+	double t0 = now();
+	int st;
+
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	child = fork();
+	if (child == 0) {
+		g_autofree char *out = g_build_filename(dir, "copy.bin", NULL);
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		static uint8_t b[1 << 20];
+		ssize_t n;
+
+		close(sv[0]);
+		while ((n = read(sv[1], b, sizeof(b))) > 0)
+			if (!write_all(fd, b, (size_t)n))
+				_exit(1);
+		_exit(fdatasync(fd) == 0 && close(fd) == 0 ? 0 : 1);
+	}
+	close(sv[1]);
+	write_all(sv[0], buf, len);
+	close(sv[0]);
+	waitpid(child, &st, 0);
+	return now() - t0;
+}
+
+/* Replay the stream into the daemon until the last frame is ACKed. */
+static double ingest(const uint8_t *buf, size_t len, const char *sock, uint64_t last_seq)
+{
+	int fd = connect_to(sock);
+	struct smp_decoder *dec = smp_decoder_new(64);
+	uint64_t acked = 0;
+	size_t off = 0;
+	double t0 = now();
+
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	while (acked < last_seq) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | (off < len ? POLLOUT : 0) };
+		uint8_t *space;
+		size_t room;
+		ssize_t n;
+		struct smp_frame f;
+
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			break;
+		if ((p.revents & POLLOUT) && off < len) {
+			n = write(fd, buf + off, MIN(len - off, (size_t)(1 << 20)));
+			if (n > 0)
+				off += (size_t)n;
+		}
+		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		room = smp_decoder_space(dec, &space);
+		n = read(fd, space, room);
+		if (n == 0)
+			break;
+		if (n > 0)
+			smp_decoder_commit(dec, (size_t)n);
+		while (smp_decoder_next(dec, &f, NULL) != 0)
+			if (f.type == SMP_ACK && f.len == 8)
+				smp_ack_decode(&acked, f.payload, f.len);
+	}
+	close(fd);
+	smp_decoder_free(dec);
+	if (acked < last_seq) {
+		g_printerr("host-bench: only %" PRIu64 " of %" PRIu64 " frames acked\n", acked,
+			   last_seq);
+		exit(1);
+	}
+	return now() - t0;
+}
+
+static int64_t q1(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static double time_report(const char *state, const char *domain, const char *what)
+{
+	char *argv[] = { ha_path, "report", (char *)what, "--state-dir", (char *)state,
+			 "--domain-name", (char *)domain, NULL };
+	g_autoptr(GError) e = NULL;
+	g_autofree char *out = NULL;
+	int status;
+	double t0 = now();
+
+	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, NULL, &status,
+			  &e) || !g_spawn_check_wait_status(status, &e)) {
+		g_printerr("host-bench: report %s: %s\n", what, e->message);
+		exit(1);
+	}
+	return now() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	GOptionEntry entries[] = {
+		{ "host-agent", 0, 0, G_OPTION_ARG_FILENAME, &ha_path, "host-agent binary", "PATH" },
+		{ "synth-guest", 0, 0, G_OPTION_ARG_FILENAME, &sg_path, "synth-guest binary", "PATH" },
+		{ "events", 0, 0, G_OPTION_ARG_INT64, &nevents, "Events for the ingest run", "N" },
+		{ "top-events", 0, 0, G_OPTION_ARG_INT64, &top_events, "Events for the report run (0: skip)", "N" },
+		{ NULL },
+	};
+	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
+	g_autoptr(GError) e = NULL;
+	g_autofree char *stream = NULL, *sock = NULL, *state = NULL, *db = NULL;
+	g_autofree char *ev = NULL;
+	uint8_t *buf;
+	struct stat sb;
+	uint64_t last_seq = 0;
+	double tcopy, tingest, cpu0, cpu1;
+	GPid pid;
+	int fd;
+
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	if (!g_option_context_parse(ctx, &argc, &argv, &e) || !ha_path || !sg_path) {
+		g_printerr("host-bench: --host-agent and --synth-guest are required\n");
+		return 2;
+	}
+	dir = g_dir_make_tmp("host-bench-XXXXXX", NULL);
+	stream = g_build_filename(dir, "stream.bin", NULL);
+	sock = g_build_filename(dir, "sock", NULL);
+	state = g_build_filename(dir, "state", NULL);
+	ev = g_strdup_printf("%" G_GINT64_FORMAT, nevents);
+	{
+		char *gargv[] = { sg_path, "--dump", stream, "--events", ev, "--cpus", "2",
+				  "--stacks", "1000", "--epochs", "4", "-q", NULL };
+
+		run(gargv);
+	}
+	fd = open(stream, O_RDONLY);
+	fstat(fd, &sb);
+	buf = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	for (size_t off = 0; off + SMP_HDR_SIZE <= (size_t)sb.st_size;) {
+		uint32_t plen;
+		uint64_t seq;
+
+		memcpy(&plen, buf + off + 8, 4);
+		memcpy(&seq, buf + off + 16, 8);
+		last_seq = MAX(last_seq, seq);
+		off += SMP_HDR_SIZE + plen;
+	}
+	printf("host-agent benchmark: %" G_GINT64_FORMAT " kmalloc events with stacks"
+	       " (stack_id, 1/64 of stacks as full kernel_stack), 2 CPUs, 4 epochs:"
+	       " %.1f MB of frames, %" PRIu64 " frames, %.1f B/event on the wire\n",
+	       nevents, (double)sb.st_size / 1e6, last_seq,
+	       (double)sb.st_size / (double)nevents);
+
+	tcopy = plain_copy(buf, (size_t)sb.st_size);
+	printf("  plain copy socket->file+fdatasync: %7.3f s  %8.1f MB/s  %10.0f events/s\n",
+	       tcopy, (double)sb.st_size / 1e6 / tcopy, (double)nevents / tcopy);
+
+	pid = start_daemon(sock, state, "bench");
+	cpu0 = proc_cpu(pid);
+	tingest = ingest(buf, (size_t)sb.st_size, sock, last_seq);
+	cpu1 = proc_cpu(pid);
+	printf("  host-agent ingest (to last ACK):   %7.3f s  %8.1f MB/s  %10.0f events/s"
+	       "  (daemon CPU %.2f s: %.0f events per CPU-second)\n", tingest,
+	       (double)sb.st_size / 1e6 / tingest, (double)nevents / tingest, cpu1 - cpu0,
+	       (double)nevents / MAX(cpu1 - cpu0, 1e-3));
+	stop_daemon(pid);
+	munmap(buf, (size_t)sb.st_size);
+	close(fd);
+
+	db = g_build_filename(state, "bench.db", NULL);
+	{
+		sqlite3 *h;
+		int64_t pages, data, stacks, hist, total;
+
+		sqlite3_open(db, &h);
+		sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+		pages = q1(h, "SELECT SUM(raw_bytes) FROM chunks");
+		data = q1(h, "SELECT SUM(length(data)) FROM chunks");
+		hist = q1(h, "SELECT SUM(length(stacks)) FROM chunks");
+		stacks = q1(h, "SELECT SUM(length(ips)) FROM stacks") +
+			 q1(h, "SELECT COALESCE(SUM(length(ips)), 0) FROM fullstacks");
+		sqlite3_close(h);
+		stat(db, &sb);
+		total = sb.st_size;
+		printf("  stored: %.2f B/event in the database file (%.1f MB); of which"
+		       " zstd pages %.2f B/event (raw pages %.1f B/event, ratio %.1fx),"
+		       " stack histograms %.3f B/event, stack texts %.3f B/event\n",
+		       (double)total / (double)nevents, (double)total / 1e6,
+		       (double)data / (double)nevents, (double)pages / (double)nevents,
+		       (double)pages / (double)MAX(data, 1), (double)hist / (double)nevents,
+		       (double)stacks / (double)nevents);
+	}
+
+	if (top_events > 0) {
+		g_autofree char *tsock = g_build_filename(dir, "sock-top", NULL);
+		g_autofree char *tev = g_strdup_printf("%" G_GINT64_FORMAT, top_events);
+		char *gargv[] = { sg_path, "--connect", tsock, "--events", tev, "--cpus", "2",
+				  "--stacks", "2000", "--epochs", "8", "-q", NULL };
+		double t0 = now(), tr, tb;
+
+		pid = start_daemon(tsock, state, "top");
+		run(gargv);
+		stop_daemon(pid);
+		printf("  %s events streamed and stored in %.1f s (generator included)\n", tev,
+		       now() - t0);
+		time_report(state, "top", "boots");	/* warm the page cache */
+		tr = time_report(state, "top", "top");
+		tb = time_report(state, "top", "boots");
+		printf("  report top on %s events: %.3f s; report boots: %.3f s\n", tev, tr, tb);
+	}
+	{
+		char *rm[] = { "rm", "-rf", dir, NULL };
+
+		run(rm);
+	}
+	return 0;
+}
