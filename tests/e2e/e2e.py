@@ -20,6 +20,7 @@ Tests:
   deep-stack         stacks deeper than 64 frames are recorded in full
   stackmap-bin       the seed's stackmap_dump.py parses the guest's
                      stack_map_bin on the host and agrees with stack_map
+  map-bits           ftrace_stackmap.bits= sizes the map, clamped to [10, 18]
   pvpanic            a guest panic reaches QEMU through pvpanic and ends
                      the run at once (launch exits 1)
   record-baseline    (not a meson test) run test.d/ftrace on the unpatched
@@ -352,6 +353,22 @@ def t_stackmap_bin(workdir):
     log('all %d stacks and %d frames agree' % (len(parsed), frames))
 
 
+def t_map_bits(workdir):
+    """ftrace_stackmap.bits=N sizes the map (2^N entries, 2^(N+1) slots),
+    clamped to [10, 18]; without it the map has 2^14 entries."""
+    kout = build_kernel()
+    for bits, entries in ((None, 1 << 14), ('10', 1 << 10), ('9', 1 << 10),
+                          ('99', 1 << 18)):
+        append = ['ftrace_stackmap.bits=' + bits] if bits else []
+        run = boot(kout, workdir, 'map-stat', append=append,
+                   tag='map-stat-%s' % (bits or 'default'))
+        stat = [m for m in run.markers() if m.startswith('STAT ')]
+        check(stat, 'no stack_map_stat from the guest')
+        want = 'entries: 0 / %d table_size: %d ' % (entries, 2 * entries)
+        check(want in stat[0], 'bits=%s: %r does not contain %r'
+              % (bits, stat[0], want))
+
+
 def t_pvpanic(workdir):
     kout = build_kernel()
     run = launch(kout, workdir, 'panic', timeout=300)
@@ -366,6 +383,7 @@ def t_pvpanic(workdir):
 
 TESTS = {
     'pvpanic': t_pvpanic,
+    'map-bits': t_map_bits,
     'build-kernel': t_build_kernel,
     'seed-selftests': t_seed_selftests,
     'ftrace-regression': t_ftrace_regression,
