@@ -68,7 +68,7 @@ static int run_daemon(HaConfig *cfg)
 }
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
-		      int limit)
+		      int limit, const char *vmlinux)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
@@ -80,6 +80,7 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 		.boot = boot,
 		.json = json,
 		.limit = limit > 0 ? (guint)limit : 0,
+		.vmlinux = vmlinux,
 	};
 
 	if (!o.cmd) {
@@ -103,7 +104,7 @@ int main(int argc, char **argv)
 {
 	HaConfig cfg;
 	gboolean version = FALSE, json = FALSE;
-	char *boot = NULL;
+	char *boot = NULL, *vmlinux = NULL;
 	gint limit = 0, max_malformed = -1, batch_mb = -1;
 	gint64 quota_mb = -1;
 	int rc;
@@ -127,6 +128,9 @@ int main(int argc, char **argv)
 		{ "boot", 0, 0, G_OPTION_ARG_STRING, &boot,
 		  "report: boot number, boot_id prefix or 'all' (default: latest)", "BOOT" },
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "report: JSON output", NULL },
+		{ "vmlinux", 0, 0, G_OPTION_ARG_FILENAME, &vmlinux,
+		  "report: the boot's vmlinux with DWARF: adds file:line and inlined frames",
+		  "PATH" },
 		{ "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
 		  "report top/events: how many", "N" },
 		{ "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
@@ -162,7 +166,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
-		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit);
+		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux);
 	else if (argc > 1) {
 		g_printerr("host-agent: unknown command '%s' (try --help)\n", argv[1]);
 		rc = 2;
@@ -170,5 +174,6 @@ int main(int argc, char **argv)
 		rc = run_daemon(&cfg);
 	ha_config_clear(&cfg);
 	g_free(boot);
+	g_free(vmlinux);
 	return rc;
 }

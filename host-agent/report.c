@@ -177,9 +177,13 @@ static void print_frames(GString *o, const Stack *st, const HaSyms *syms, const 
 	if (!st->ips)
 		return;
 	for (guint i = 0; i < st->ips->len; i++) {
-		g_autofree char *f = ha_syms_format(syms, g_array_index(st->ips, uint64_t, i));
+		uint64_t ip = g_array_index(st->ips, uint64_t, i);
+		g_autofree char *f = ha_syms_format(syms, ip);
+		g_auto(GStrv) lines = ha_syms_lines(syms, ip);
 
 		g_string_append_printf(o, "%s%s\n", indent, f);
+		for (guint j = 0; lines && lines[j]; j++)
+			g_string_append_printf(o, "%s    %s\n", indent, lines[j]);
 	}
 }
 
@@ -195,6 +199,19 @@ static void json_frames(GString *o, const Stack *st, const HaSyms *syms)
 		json_str(o, a);
 		g_string_append(o, ",\"sym\":");
 		json_str(o, f);
+		{
+			g_auto(GStrv) lines = ha_syms_lines(syms, ip);
+
+			if (lines) {
+				g_string_append(o, ",\"src\":[");
+				for (guint j = 0; lines[j]; j++) {
+					if (j)
+						g_string_append_c(o, ',');
+					json_str(o, lines[j]);
+				}
+				g_string_append(o, "]");
+			}
+		}
 		g_string_append(o, "}");
 	}
 	g_string_append(o, "]");
@@ -241,6 +258,44 @@ static char *folded(const Stack *st, const HaSyms *syms)
 		g_string_append(o, f);
 	}
 	return g_string_free(o, FALSE);
+}
+
+/*
+ * The boot's kallsyms, plus @dw's DWARF when @dw is that boot's vmlinux: same
+ * build-id when the boot sent one, KASLR slide from HELLO's _text. Free with
+ * ha_syms_free().
+ */
+static HaSyms *load_syms(HaStore *s, int64_t boot, HaDwarf *dw)
+{
+	HaSyms *syms = ha_syms_load(s, boot);
+	sqlite3_stmt *st;
+	const uint8_t *bits = NULL;
+	int nbits;
+	uint64_t text = 0, link;
+	bool match = true;
+
+	if (!dw)
+		return syms;
+	nbits = ha_dwarf_build_id(dw, &bits);
+	st = ha_store_stmt(s, "SELECT text_addr, build_id FROM boots WHERE id = ?", NULL);
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		int blen = sqlite3_column_bytes(st, 1);
+
+		text = (uint64_t)sqlite3_column_int64(st, 0);
+		if (blen > 0 && (blen != nbits || memcmp(bits, sqlite3_column_blob(st, 1), blen)))
+			match = false;
+	}
+	sqlite3_reset(st);
+	link = ha_dwarf_symbol(dw, "_text");
+	if (!match || !link || !text) {
+		g_printerr("host-agent report: --vmlinux not used for boot %" PRId64 " (%s)\n",
+			   boot, !match ? "its build-id differs from the boot's" :
+			   "no _text address to compute the KASLR slide");
+		return syms;
+	}
+	ha_syms_set_dwarf(syms, dw, (int64_t)(text - link));
+	return syms;
 }
 
 /* ---- boot selection -------------------------------------------------------------- */
@@ -590,8 +645,8 @@ static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *
 	return ok;
 }
 
-static bool report_top(HaStore *s, const HaReportOpts *o, bool as_folded, GString *out,
-		       GError **error)
+static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
+		       GString *out, GError **error)
 {
 	g_autoptr(GArray) ids = select_boots(s, o->boot, error);
 	g_autoptr(GHashTable) by_key = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
@@ -610,7 +665,7 @@ static bool report_top(HaStore *s, const HaReportOpts *o, bool as_folded, GStrin
 	}
 	for (guint i = 0; i < ids->len && ok; i++) {
 		int64_t b = g_array_index(ids, int64_t, i);
-		HaSyms *syms = ha_syms_load(s, b);
+		HaSyms *syms = load_syms(s, b, dw);
 
 		g_hash_table_insert(syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
 		ok = collect(s, b, by_key, syms, merge, error);
@@ -756,7 +811,8 @@ static HaTep *load_tep(HaStore *s, int64_t boot)
 	return t;
 }
 
-static bool report_events(HaStore *s, const HaReportOpts *o, GString *out, GError **error)
+static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+			  GError **error)
 {
 	g_autoptr(GArray) ids = select_boots(s, o->boot, error);
 	guint want = o->limit ? o->limit : EVENTS_DEFAULT;
@@ -783,7 +839,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, GString *out, GErro
 	x.boot = boot;
 	g_array_set_clear_func(evs, ev_clear);
 	tep = load_tep(s, boot);
-	syms = ha_syms_load(s, boot);
+	syms = load_syms(s, boot, dw);
 	pair = ha_pair_new(on_paired, &x);
 	/* Newest chunks until they hold enough events (twice: stack events count too),
 	 * plus one per CPU before them for pairing context, decoded oldest first. */
@@ -867,7 +923,8 @@ static bool report_events(HaStore *s, const HaReportOpts *o, GString *out, GErro
 
 /* ---- stack ID --------------------------------------------------------------------- */
 
-static bool report_stack(HaStore *s, const HaReportOpts *o, GString *out, GError **error)
+static bool report_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+			 GError **error)
 {
 	g_autoptr(GArray) ids = select_boots(s, o->boot, error);
 	g_autoptr(HaSyms) syms = NULL;
@@ -887,7 +944,7 @@ static bool report_stack(HaStore *s, const HaReportOpts *o, GString *out, GError
 		return false;
 	}
 	boot = g_array_index(ids, int64_t, 0);
-	syms = ha_syms_load(s, boot);
+	syms = load_syms(s, boot, dw);
 	st = ha_store_stmt(s, "SELECT e.epoch, e.start_ts, s.ips, s.ref_count FROM epochs e"
 			   " LEFT JOIN stacks s ON s.boot = e.boot AND s.epoch = e.epoch AND"
 			   " s.stack_id = ?2 WHERE e.boot = ?1 AND e.tag = ?3 ORDER BY e.epoch",
@@ -942,20 +999,24 @@ static bool report_stack(HaStore *s, const HaReportOpts *o, GString *out, GError
 
 bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error)
 {
+	g_autoptr(HaDwarf) dw = NULL;
+	bool ok;
+
+	if (o->vmlinux && !(dw = ha_dwarf_open(o->vmlinux, error)))
+		return false;
 	if (!ha_store_exec(store, "BEGIN", error))	/* one consistent snapshot */
 		return false;
-	bool ok;
 
 	if (!g_strcmp0(o->cmd, "boots"))
 		ok = report_boots(store, o, out, error);
 	else if (!g_strcmp0(o->cmd, "top"))
-		ok = report_top(store, o, false, out, error);
+		ok = report_top(store, o, dw, false, out, error);
 	else if (!g_strcmp0(o->cmd, "folded"))
-		ok = report_top(store, o, true, out, error);
+		ok = report_top(store, o, dw, true, out, error);
 	else if (!g_strcmp0(o->cmd, "events"))
-		ok = report_events(store, o, out, error);
+		ok = report_events(store, o, dw, out, error);
 	else if (!g_strcmp0(o->cmd, "stack"))
-		ok = report_stack(store, o, out, error);
+		ok = report_stack(store, o, dw, out, error);
 	else {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
 			    "unknown report '%s' (boots, top, events, stack ID, folded)",

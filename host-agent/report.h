@@ -29,6 +29,7 @@ typedef struct {
 	const char *boot;	/* NULL: latest; "all"; a boots.id; a boot_id prefix */
 	const char *arg;	/* stack: the id */
 	guint limit;		/* top / events: how many (0: default) */
+	const char *vmlinux;	/* optional: file:line and inlines through libdwfl */
 	bool json;
 } HaReportOpts;
 

@@ -15,6 +15,8 @@ typedef struct {
 struct _HaSyms {
 	GArray *syms;		/* Sym, sorted by addr */
 	GStringChunk *strings;
+	HaDwarf *dwarf;		/* borrowed, may be NULL */
+	int64_t slide;
 };
 
 static int sym_cmp(const void *a, const void *b)
@@ -134,4 +136,18 @@ char *ha_syms_format(const HaSyms *s, uint64_t ip)
 		return g_strdup_printf("%s+0x%" PRIx64 " [%s]", v[lo - 1].name,
 				       ip - v[lo - 1].addr, v[lo - 1].module);
 	return g_strdup_printf("%s+0x%" PRIx64, v[lo - 1].name, ip - v[lo - 1].addr);
+}
+
+void ha_syms_set_dwarf(HaSyms *s, HaDwarf *d, int64_t slide)
+{
+	s->dwarf = d;
+	s->slide = slide;
+}
+
+char **ha_syms_lines(const HaSyms *s, uint64_t ip)
+{
+	if (!s->dwarf || ip == 0x7fffffff || ip < 1)
+		return NULL;
+	/* A return address: the call is the instruction before it. */
+	return ha_dwarf_lookup(s->dwarf, ip - 1 - (uint64_t)s->slide);
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "resolve-dwarf.h"
 #include "store.h"
 
 #define HA_SYM_MAX_SIZE (1u << 20)
@@ -35,5 +36,15 @@ guint ha_syms_count(const HaSyms *s);
 
 /* "name+0xoff" or "name+0xoff [module]", or "0x<ip>" when unresolved. g_free(). */
 char *ha_syms_format(const HaSyms *s, uint64_t ip);
+
+/*
+ * Add DWARF from the boot's vmlinux: @d (borrowed, must outlive @s) at KASLR slide
+ * @slide (runtime minus link-time address).
+ */
+void ha_syms_set_dwarf(HaSyms *s, HaDwarf *d, int64_t slide);
+
+/* Source locations for the return address @ip (innermost inlined function first,
+ * see ha_dwarf_lookup()), or NULL without DWARF for it. g_strfreev(). */
+char **ha_syms_lines(const HaSyms *s, uint64_t ip);
 
 #endif /* HA_RESOLVE_H */

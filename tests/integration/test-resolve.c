@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "resolve-dwarf.h"
 #include "resolve.h"
 #include "tap.h"
 
@@ -67,9 +68,49 @@ static void test_chunk(void)
 	g_byte_array_unref(packed);
 }
 
-int main(void)
+/* @fixture: dwarf-fixture.c built with -g -O2; its line numbers are asserted. */
+static void test_dwarf(const char *fixture)
+{
+	GError *e = NULL;
+	HaDwarf *d = ha_dwarf_open(fixture, &e);
+	uint64_t outer;
+	char **l;
+	HaSyms *s;
+	char ks[128];
+
+	CHECK(d != NULL, "open fixture%s%s", e ? ": " : "", e ? e->message : "");
+	if (!d)
+		return;
+	outer = ha_dwarf_symbol(d, "fixture_outer");
+	CHECK(outer != 0, "symbol fixture_outer at 0x%llx", (unsigned long long)outer);
+	l = ha_dwarf_lookup(d, outer);
+	CHECK(l && l[0] && l[1] && !l[2], "two frames at fixture_outer's first instruction");
+	CHECK(l && l[0] && !strcmp(l[0], "fixture_leaf [inlined] (dwarf-fixture.c:5)"),
+	      "inlined: %s", l && l[0] ? l[0] : "(none)");
+	CHECK(l && l[0] && l[1] && !strcmp(l[1], "fixture_outer (dwarf-fixture.c:11)"),
+	      "caller at the call line: %s", l && l[0] && l[1] ? l[1] : "(none)");
+	g_strfreev(l);
+	/* Through a boot's symbols with a KASLR slide: a return address one past it. */
+	g_snprintf(ks, sizeof(ks), "%llx T fixture_outer\n",
+		   (unsigned long long)(outer + 0x1000000));
+	s = ha_syms_parse(ks, strlen(ks));
+	ha_syms_set_dwarf(s, d, 0x1000000);
+	l = ha_syms_lines(s, outer + 0x1000000 + 1);
+	CHECK(l && l[0] && strstr(l[0], "fixture_leaf"), "slide applied");
+	g_strfreev(l);
+	ha_syms_free(s);
+	CHECK(!ha_dwarf_open("/nonexistent/vmlinux", &e), "missing file refused");
+	g_clear_error(&e);
+	ha_dwarf_free(d);
+}
+
+int main(int argc, char **argv)
 {
 	test_syms();
 	test_chunk();
+	if (argc > 1)
+		test_dwarf(argv[1]);
+	else
+		CHECK(0, "usage: test-host-resolve DWARF-FIXTURE");
 	return tap_done();
 }
