@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chunk.h"
 #include "hist.h"
@@ -126,6 +127,39 @@ static void resolve_full(HaStore *s, int64_t id, Stack *ret)
 		ret->ips = ips_from_blob(sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0));
 	}
 	sqlite3_reset(st);
+}
+
+/* ---- progress: on a terminal, once a report has run for a second ----------------- */
+
+typedef struct {
+	gint64 start;
+	gint64 last;
+	bool shown;
+	const char *what;
+} Progress;
+
+static void progress_init(Progress *p, const char *what)
+{
+	*p = (Progress){ .start = g_get_monotonic_time(), .what = what };
+}
+
+static void progress_tick(Progress *p, uint64_t done, uint64_t total)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (now - p->start < G_USEC_PER_SEC || now - p->last < G_USEC_PER_SEC / 5 ||
+	    !isatty(2))
+		return;
+	p->last = now;
+	p->shown = true;
+	g_printerr("\r%s: %" PRIu64 "/%" PRIu64 " chunks (%.0f%%)", p->what, done, total,
+		   total ? 100.0 * (double)done / (double)total : 100.0);
+}
+
+static void progress_end(Progress *p)
+{
+	if (p->shown)
+		g_printerr("\r\033[K");
 }
 
 /* ---- output helpers ----------------------------------------------------------- */
@@ -547,24 +581,35 @@ static bool each_hist(HaStore *s, int64_t boot, GError **error,
 		      void (*fn)(const HaHistEnt *e, uint64_t ts_min, uint64_t ts_max,
 				 void *user), void *user)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT ts_min, ts_max, stacks FROM chunks"
-					 " WHERE boot = ? AND stacks IS NOT NULL", error);
+	sqlite3_stmt *st;
+	Progress pr;
+	uint64_t total = 0, done = 0;
 
+	st = ha_store_stmt(s, "SELECT COUNT(*) FROM chunks WHERE boot = ?", error);
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		total = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	st = ha_store_stmt(s, "SELECT ts_min, stacks FROM chunks WHERE boot = ? AND"
+			   " stacks IS NOT NULL", error);
+	if (!st)
+		return false;
+	progress_init(&pr, "reading stack histograms");
+	sqlite3_bind_int64(st, 1, boot);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t lo = (uint64_t)sqlite3_column_int64(st, 0);
-		uint64_t hi = (uint64_t)sqlite3_column_int64(st, 1);
-		const uint8_t *b = sqlite3_column_blob(st, 2);
-		size_t len = (size_t)sqlite3_column_bytes(st, 2), off = 0;
+		const uint8_t *b = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1), off = 0;
 		HaHistEnt e;
 
 		while (ha_hist_next(b, len, &off, lo, &e) == 1)
 			fn(&e, e.ts_min, e.ts_max, user);
-		(void)hi;
+		progress_tick(&pr, ++done, total);
 	}
 	sqlite3_reset(st);
+	progress_end(&pr);
 	return true;
 }
 
@@ -827,6 +872,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	sqlite3_stmt *st;
 	uint64_t have = 0;
 	guint first;
+	Progress pr;
 
 	if (!ids)
 		return false;
@@ -855,6 +901,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 		g_array_append_val(chunks, id);
 	}
 	sqlite3_reset(st);
+	progress_init(&pr, "decoding pages");
 	for (guint i = chunks->len; i-- > 0;) {
 		int64_t id = g_array_index(chunks, int64_t, i);
 		g_autoptr(GBytes) raw = NULL;
@@ -885,7 +932,9 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 			if (ha_tep_walk_page(tep, page, len, on_event, &w, NULL) < 0)
 				g_string_append_printf(out, "chunk %" PRId64 ": unparsable page\n",
 						       id);
+		progress_tick(&pr, chunks->len - i, chunks->len);
 	}
+	progress_end(&pr);
 	ha_pair_flush(pair);
 	g_array_sort(evs, ev_cmp);
 	first = evs->len > want ? evs->len - want : 0;

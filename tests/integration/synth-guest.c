@@ -55,6 +55,8 @@ typedef struct {
 	gboolean no_bye;
 	gint throttle_us;
 	gint window_mb;
+	gint64 gap_at;
+	gint gap;
 	char *boot_id;
 	gint64 stream_id;
 	gboolean quiet;
@@ -197,6 +199,11 @@ static void push_frame(Guest *g, uint8_t type, uint64_t seq, const uint8_t *payl
 
 static void push_seq(Guest *g, uint8_t type, const uint8_t *payload, size_t len)
 {
+	if (g->o.gap_at && g->next_seq == (uint64_t)g->o.gap_at) {
+		/* As if the window had dropped these frames: a hole in the numbering. */
+		g->next_seq += (uint64_t)g->o.gap;
+		g->dropped_frames += (uint64_t)g->o.gap;
+	}
 	push_frame(g, type, g->next_seq++, payload, len);
 }
 
@@ -836,6 +843,8 @@ int main(int argc, char **argv)
 		{ "expect", 0, 0, G_OPTION_ARG_FILENAME, &o->expect, "Write the ground truth (folded)", "FILE" },
 		{ "no-bye", 0, 0, G_OPTION_ARG_NONE, &o->no_bye, "End without BYE (a crash)", NULL },
 		{ "throttle-us", 0, 0, G_OPTION_ARG_INT, &o->throttle_us, "Pause after each frame", "US" },
+		{ "gap-at", 0, 0, G_OPTION_ARG_INT64, &o->gap_at, "Skip --gap sequence numbers at this one", "SEQ" },
+		{ "gap", 0, 0, G_OPTION_ARG_INT, &o->gap, "How many (default 0)", "N" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks", "MODE" },

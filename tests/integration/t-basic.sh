@@ -15,3 +15,15 @@ dups=$("$SQLITE3" "$(db_of vm1)" "SELECT dup_frames, gap_frames, malformed, orph
 [ "$dups" = "0|0|0|0" ] || fail "dup|gap|malformed|orphans = $dups"
 grep -q "BYE (shutdown)" "$T/daemon.log" || fail "no BYE log line"
 ok "clean boot recorded"
+
+# A hole in the sequence numbers (frames the guest's window dropped) is recorded as
+# loss, reported by `boots`, and everything around it is stored.
+start_daemon --listen "$T/sock2" --domain-name gap
+"$SYNTH_GUEST" --connect "$T/sock2" --events 20000 --seed 8 --gap-at 100 --gap 7 \
+	--expect "$T/expect2" -q >/dev/null || fail "synth-guest with a gap"
+wait_for grep -q "frames 100..106 never arrived" "$T/daemon.log" || fail "no gap log line"
+stop_daemon
+b=$(report boots --json --domain-name gap)
+[ "$(json_field "$b" lost_frames)" = 7 ] || fail "gap not counted: $b"
+compare_folded gap "$T/expect2"
+ok "a gap of 7 frames recorded as loss"
