@@ -856,6 +856,11 @@ static HaTep *load_tep(HaStore *s, int64_t boot)
 	return t;
 }
 
+static void add_symbol(uint64_t addr, const char *name, const char *module, void *tep)
+{
+	ha_tep_add_symbol(tep, addr, name, module);
+}
+
 static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 			  GError **error)
 {
@@ -886,6 +891,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	g_array_set_clear_func(evs, ev_clear);
 	tep = load_tep(s, boot);
 	syms = load_syms(s, boot, dw);
+	ha_syms_foreach(syms, add_symbol, tep);
 	pair = ha_pair_new(on_paired, &x);
 	/* Newest chunks until they hold enough events (twice: stack events count too),
 	 * plus one per CPU before them for pairing context, decoded oldest first. */

@@ -81,6 +81,16 @@ void ha_syms_free(HaSyms *s)
 	g_free(s);
 }
 
+void ha_syms_foreach(const HaSyms *s, void (*fn)(uint64_t addr, const char *name,
+						const char *module, void *user), void *user)
+{
+	for (guint i = 0; i < s->syms->len; i++) {
+		const Sym *y = &g_array_index(s->syms, Sym, i);
+
+		fn(y->addr, y->name, y->module, user);
+	}
+}
+
 guint ha_syms_count(const HaSyms *s)
 {
 	return s->syms->len;

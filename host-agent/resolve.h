@@ -34,6 +34,10 @@ HaSyms *ha_syms_load(HaStore *store, int64_t boot);
 
 guint ha_syms_count(const HaSyms *s);
 
+/* Call @fn for every symbol (module NULL for vmlinux). */
+void ha_syms_foreach(const HaSyms *s, void (*fn)(uint64_t addr, const char *name,
+						const char *module, void *user), void *user);
+
 /* "name+0xoff" or "name+0xoff [module]", or "0x<ip>" when unresolved. g_free(). */
 char *ha_syms_format(const HaSyms *s, uint64_t ip);
 

@@ -384,3 +384,8 @@ char *ha_tep_format_event(HaTep *t, const HaEvent *ev)
 	trace_seq_destroy(&s);
 	return out;
 }
+
+void ha_tep_add_symbol(HaTep *t, uint64_t addr, const char *name, const char *module)
+{
+	tep_register_function(t->tep, (char *)name, addr, (char *)module);
+}

@@ -80,6 +80,9 @@ long ha_tep_walk_page(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
 /* The "system/name" of an event id, or NULL. Owned by @t. */
 const char *ha_tep_event_name(HaTep *t, int type);
 
+/* Teach the printer a kernel symbol, so that %pS fields print as name+off. */
+void ha_tep_add_symbol(HaTep *t, uint64_t addr, const char *name, const char *module);
+
 /* Print an event's fields as "name: a=1 b=2" into a new string (g_free). */
 char *ha_tep_format_event(HaTep *t, const HaEvent *ev);
 

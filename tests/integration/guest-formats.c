@@ -72,7 +72,7 @@ const struct gf_format gf_formats[] = {
 	  " node=%d accounted=%s\", (void *)REC->call_site, REC->ptr, REC->bytes_req,"
 	  " REC->bytes_alloc, (REC->gfp_flags) ? __print_flags(REC->gfp_flags, \"|\","
 	  " {(unsigned long)(((( gfp_t)(0x400u|0x800u)) | (( gfp_t)0x40u) | (( gfp_t)0x80u)"
-	  " | (( gfp_t)0x100000u))), \"GFP_KERNEL\"}, {(unsigned long)((( gfp_t)0x20u)),"
+	  ")), \"GFP_KERNEL\"}, {(unsigned long)((( gfp_t)0x20u)),"
 	  " \"__GFP_HIGH\"}, {(unsigned long)((( gfp_t)0x100u)), \"__GFP_ZERO\"}) : \"none\","
 	  " REC->node, (0 && (REC->gfp_flags & (unsigned long)(( gfp_t)0x400000u))) ?"
 	  " \"true\" : \"false\"\n" },

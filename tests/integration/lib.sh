@@ -3,7 +3,7 @@
 set -u
 : "${HOST_AGENT:?}" "${SYNTH_GUEST:?}" "${SQLITE3:?}"
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/ha-test.XXXXXX")
+T=$(mktemp -d -t ha-test.XXXXXX)
 DAEMON_PID=
 cleanup() {
 	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
