@@ -13,7 +13,9 @@
 #include "proto.h"
 #include "tep.h"
 
-#define FULLSTACK_CACHE_MAX 65536u
+#define FULLSTACK_CACHE_MAX (16u << 20)	/* bytes of ips cached per connection */
+#define HA_MAX_FORMATS	4096u		/* FORMAT frames per connection (libtraceevent
+					 * keeps every event format it parsed) */
 #define LOG_FIRST_N	10u		/* malformed frames logged per connection ... */
 #define LOG_EVERY	1000u		/* ... then one in this many */
 
@@ -51,6 +53,7 @@ struct _HaConn {
 	bool ack_wanted;
 	int64_t cur_epoch;	/* -1 before the stream's first EPOCH */
 	unsigned int hellos;
+	unsigned int formats;
 	bool bye;
 	bool warned_unparsed;
 
@@ -58,6 +61,7 @@ struct _HaConn {
 	HaPair *pair;
 	GHashTable *batches;	/* cpu -> CpuBatch */
 	GHashTable *fullstacks;	/* GBytes ips -> gint64 id */
+	size_t fullstacks_bytes;
 	uint32_t batch_bytes;
 	uint32_t batch_frames;
 	uint64_t d_gap, d_dup, d_malformed, d_bad_pages, orphans_saved;
@@ -291,8 +295,11 @@ static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr)
 	sqlite3_reset(st);
 	if (id < 0)
 		return -1;
-	if (g_hash_table_size(c->fullstacks) >= FULLSTACK_CACHE_MAX)
+	if (c->fullstacks_bytes + (size_t)nr * 8 > FULLSTACK_CACHE_MAX) {
 		g_hash_table_remove_all(c->fullstacks);
+		c->fullstacks_bytes = 0;
+	}
+	c->fullstacks_bytes += (size_t)nr * 8 + 64;
 	cached = g_new(int64_t, 1);
 	*cached = id;
 	g_hash_table_insert(c->fullstacks, g_steal_pointer(&key), cached);
@@ -627,20 +634,24 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 	return true;
 }
 
-static bool store_text(HaConn *c, const char *kind, const char *name, uint32_t gen,
-		       uint32_t chunk, uint64_t seq, const void *text, size_t len,
-		       GError **error)
+/* @stream 0 for FORMAT texts (one per name per boot), the stream's row otherwise. */
+static bool store_text(HaConn *c, const char *kind, const char *name, int64_t stream,
+		       uint32_t gen, uint32_t chunk, bool last, uint64_t seq,
+		       const void *text, size_t len, GError **error)
 {
-	sqlite3_stmt *st = STMT(c, "INSERT OR REPLACE INTO texts(boot, kind, name,"
-				" generation, chunk, seq, text) VALUES(?,?,?,?,?,?,?)", error);
+	sqlite3_stmt *st = STMT(c, "INSERT OR REPLACE INTO texts(boot, kind, name, stream,"
+				" generation, chunk, last, seq, text) VALUES(?,?,?,?,?,?,?,?,?)",
+				error);
 
 	sqlite3_bind_int64(st, 1, c->boot);
 	sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, gen);
-	sqlite3_bind_int64(st, 5, chunk);
-	sqlite3_bind_int64(st, 6, (int64_t)seq);
-	sqlite3_bind_blob(st, 7, text, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, stream);
+	sqlite3_bind_int64(st, 5, gen);
+	sqlite3_bind_int64(st, 6, chunk);
+	sqlite3_bind_int(st, 7, last);
+	sqlite3_bind_int64(st, 8, (int64_t)seq);
+	sqlite3_bind_blob(st, 9, text, (int)len, SQLITE_STATIC);
 	return step_done(c, st, error, "insert text");
 }
 
@@ -656,11 +667,16 @@ static bool on_format(HaConn *c, const struct smp_frame *f, GError **error)
 		return true;
 	}
 	name = g_strndup(m.name, m.name_len);
+	if (++c->formats > HA_MAX_FORMATS) {
+		malformed(c, f, "more than %u FORMAT frames on one connection", HA_MAX_FORMATS);
+		return true;
+	}
 	if (!ha_tep_add_format(c->tep, name, m.text, m.text_len, &e)) {
 		malformed(c, f, "%s", e->message);
 		return true;
 	}
-	return store_text(c, "format", name, 0, 0, f->seq, m.text, m.text_len, error);
+	return store_text(c, "format", name, 0, 0, 0, false, f->seq, m.text, m.text_len,
+			  error);
 }
 
 static bool on_text(HaConn *c, const struct smp_frame *f, GError **error)
@@ -672,9 +688,9 @@ static bool on_text(HaConn *c, const struct smp_frame *f, GError **error)
 		malformed(c, f, "%s", smp_strerror(r));
 		return true;
 	}
-	return store_text(c, f->type == SMP_KSYMS ? "ksyms" : "modules",
-			  (m.flags & SMP_TEXT_LAST) ? "last" : "", m.generation, m.chunk,
-			  f->seq, m.text, m.text_len, error);
+	return store_text(c, f->type == SMP_KSYMS ? "ksyms" : "modules", "", c->stream,
+			  m.generation, m.chunk, m.flags & SMP_TEXT_LAST, f->seq, m.text,
+			  m.text_len, error);
 }
 
 static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)

@@ -103,25 +103,48 @@ HaSyms *ha_syms_load(HaStore *store, int64_t boot)
 	g_autoptr(GString) text = g_string_new(NULL);
 	int64_t gen = -1;
 
-	/* The newest generation whose LAST chunk arrived. */
-	if (sqlite3_prepare_v2(db, "SELECT MAX(generation) FROM texts WHERE boot = ? AND"
-			       " kind = 'ksyms' AND name = 'last'", -1, &st, NULL) == SQLITE_OK) {
+	int64_t stream = 0;
+	bool complete = false;
+
+	/* The newest snapshot whose LAST chunk arrived. */
+	if (sqlite3_prepare_v2(db, "SELECT stream, generation FROM texts WHERE boot = ? AND"
+			       " kind = 'ksyms' AND last = 1 ORDER BY seq DESC LIMIT 1", -1, &st,
+			       NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, boot);
-		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-			gen = sqlite3_column_int64(st, 0);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			stream = sqlite3_column_int64(st, 0);
+			gen = sqlite3_column_int64(st, 1);
+		}
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	/* Chunks 0..last, all of them: a snapshot with a hole would blame the missing
+	 * lines' addresses on the symbol before them. */
 	if (gen >= 0 &&
-	    sqlite3_prepare_v2(db, "SELECT text FROM texts WHERE boot = ? AND kind = 'ksyms'"
-			       " AND generation = ? ORDER BY chunk", -1, &st, NULL) == SQLITE_OK) {
+	    sqlite3_prepare_v2(db, "SELECT chunk, text FROM texts WHERE boot = ? AND"
+			       " kind = 'ksyms' AND stream = ? AND generation = ? AND chunk <="
+			       " (SELECT chunk FROM texts WHERE boot = ?1 AND kind = 'ksyms' AND"
+			       " stream = ?2 AND generation = ?3 AND last = 1) ORDER BY chunk", -1,
+			       &st, NULL) == SQLITE_OK) {
+		int64_t next = 0;
+
 		sqlite3_bind_int64(st, 1, boot);
-		sqlite3_bind_int64(st, 2, gen);
-		while (sqlite3_step(st) == SQLITE_ROW)
-			g_string_append_len(text, sqlite3_column_blob(st, 0),
-					    sqlite3_column_bytes(st, 0));
+		sqlite3_bind_int64(st, 2, stream);
+		sqlite3_bind_int64(st, 3, gen);
+		complete = true;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (sqlite3_column_int64(st, 0) != next++)
+				complete = false;
+			g_string_append_len(text, sqlite3_column_blob(st, 1),
+					    sqlite3_column_bytes(st, 1));
+		}
 	}
 	sqlite3_finalize(st);
+	if (gen >= 0 && !complete) {
+		g_printerr("host-agent: boot %" PRId64 ": the kallsyms snapshot misses chunks"
+			   " (lost frames): addresses stay unresolved\n", boot);
+		g_string_truncate(text, 0);
+	}
 	return ha_syms_parse(text->str, text->len);
 }
 

@@ -18,7 +18,8 @@
  *   chunks       raw PAGE payloads of one CPU, zstd-compressed, with first/last seq,
  *                trace-clock range, page and ring-event counts, and the stack
  *                histogram of the traced events finished in it (hist.h)
- *   texts        FORMAT, KSYMS and MODULES texts per boot
+ *   texts        FORMAT texts per boot (by name, the latest wins), KSYMS and
+ *                MODULES snapshots per stream and generation
  *   lost         latest per-CPU LOST counters per stream
  *   stats        latest STATS values per stream
  *
