@@ -23,6 +23,7 @@
  * Usage: test-agent-stream PATH-TO-stackmap-guestd
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -292,6 +293,9 @@ struct rx {
 	uint64_t gap_frames;
 	uint64_t lost_dropped_frames;
 	uint64_t lost_read_events;
+	uint64_t agent_cpu_ns;
+	uint64_t agent_writes;
+	uint64_t bytes_rx;
 	char format_names[2048];
 	uint32_t ksyms_gen_done[8];	/* bytes of each complete KSYMS generation */
 	size_t ksyms_bytes[8];
@@ -336,6 +340,7 @@ static void apply_page(struct rx *r, const struct smp_frame *f)
 		return;
 	}
 	memcpy(&id, p.data, 8);
+	r->pages++;
 	if (id >= MAX_PAGES) {
 		r->page_errors++;
 		return;
@@ -345,7 +350,6 @@ static void apply_page(struct rx *r, const struct smp_frame *f)
 	    memchr(p.data + 24, 0xee, p.data_len - 24))
 		r->page_errors++;
 	r->page_count[id]++;
-	r->pages++;
 }
 
 static void apply_stacks(struct rx *r, const struct smp_frame *f)
@@ -470,8 +474,19 @@ static void apply(struct rx *r, const struct smp_frame *f)
 		r->lost_read_events = c.read_events;
 		break;
 	case SMP_STATS:
-		if (smp_stats_decode(&nr, f->payload, f->len) < 0)
+		if (smp_stats_decode(&nr, f->payload, f->len) < 0) {
 			r->malformed++;
+			break;
+		}
+		for (uint32_t i = 0; i < nr; i++) {
+			struct smp_stat st;
+
+			smp_stats_get(f->payload, i, &st);
+			if (st.key == SMP_STAT_AGENT_CPU_NS)
+				r->agent_cpu_ns = st.value;
+			if (st.key == SMP_STAT_AGENT_WRITES)
+				r->agent_writes = st.value;
+		}
 		r->stats++;
 		break;
 	case SMP_BYE:
@@ -570,6 +585,7 @@ static bool rx_pump(struct rx *r, unsigned ms, bool (*until)(struct rx *))
 			continue;
 		}
 		r->conn_bytes += (size_t)n;
+		r->bytes_rx += (size_t)n;
 		for (size_t off = 0; off < (size_t)n;) {
 			struct smp_frame f;
 			int k;
@@ -1046,13 +1062,77 @@ static void scenario_drop(void)
 	smp_decoder_free(rx.dec);
 }
 
+/*
+ * The benchmark (--bench PAGES): full pages written to the FIFOs as fast as the agent
+ * drains them (a FIFO blocks its writer, so nothing is lost), received and ACKed at
+ * once. Prints pages/s, MB/s on the wire and the agent's CPU time per MB; asserts
+ * nothing about time.
+ */
+static int bench(unsigned pages)
+{
+	uint8_t page[PAGE];
+	uint64_t t0, t1;
+	pid_t pid, writer;
+	int st;
+
+	if (rx_listen(&rx) < 0)
+		return 1;
+	pid = start_agent(rx.sock, "-q", NULL, NULL);
+	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
+		char rel[128];
+
+		snprintf(rel, sizeof(rel), "tracefs/per_cpu/cpu%d/trace_pipe_raw", cpu);
+		ring_fd[cpu] = open_writer(rel);
+		/* a ring-buffer-sized FIFO (1 MiB, the unprivileged maximum) */
+		fcntl(ring_fd[cpu], F_SETPIPE_SZ, 1 << 20);
+	}
+	delta_fd = open_writer("tracefs/stack_map_delta");
+	rx_pump(&rx, TIMEOUT_MS, got_welcomed);
+	rx_pump(&rx, 200, NULL);
+	memset(page, 0x5a, sizeof(page));
+	{
+		uint64_t commit = PAGE - 16;
+
+		memcpy(page + 8, &commit, 8);
+	}
+	t0 = now_ms();
+	/* a writer process: blocking FIFO writes are paced by the agent's reads */
+	writer = fork();
+	if (writer == 0) {
+		for (unsigned i = 0; i < pages; i++) {
+			memcpy(page, &(uint64_t){ i }, 8);
+			memcpy(page + 16, &(uint64_t){ i }, 8);
+			write_all(ring_fd[i % NR_CPUS], page, PAGE);
+		}
+		_exit(0);
+	}
+	want_pages = pages;
+	rx_pump(&rx, 600000, got_pages);
+	t1 = now_ms();
+	waitpid(writer, NULL, 0);
+	kill(pid, SIGTERM);
+	rx_pump(&rx, TIMEOUT_MS, got_bye);
+	st = wait_exit(pid, TIMEOUT_MS);
+	printf("bench: %u pages (%.1f MB on the wire) in %" PRIu64 " ms: %.0f pages/s, "
+	       "%.1f MB/s; agent CPU %.0f ms (%.1f ms per MB), %" PRIu64 " writes, "
+	       "exit %d, decode errors %u\n", pages, rx.bytes_rx / 1e6, t1 - t0,
+	       pages * 1000.0 / (double)(t1 - t0 ? t1 - t0 : 1),
+	       rx.bytes_rx / 1e3 / (double)(t1 - t0 ? t1 - t0 : 1), rx.agent_cpu_ns / 1e6,
+	       rx.agent_cpu_ns / 1e6 / (rx.bytes_rx / 1e6), rx.agent_writes, st,
+	       rx.decode_errors);
+	return st == 0 && rx.decode_errors == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	char cmd[700];
 	const char *tmp = getenv("TMPDIR");
+	int bench_pages = 0;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s PATH-TO-stackmap-guestd\n", argv[0]);
+	if (argc == 4 && strcmp(argv[2], "--bench") == 0)
+		bench_pages = atoi(argv[3]);
+	else if (argc != 2) {
+		fprintf(stderr, "usage: %s PATH-TO-stackmap-guestd [--bench PAGES]\n", argv[0]);
 		return 2;
 	}
 	agent_bin = argv[1];
@@ -1063,6 +1143,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	make_tree();
+	if (bench_pages > 0) {
+		int r = bench((unsigned)bench_pages);
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+		if (system(cmd) != 0)
+			printf("# cleanup failed\n");
+		return r;
+	}
 	scenario_main();
 	scenario_drop();
 	{
