@@ -166,6 +166,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 static void on_host_connected(struct agent *a)
 {
 	(void)agent_build_hello(a);	/* the map's epoch may have moved */
+	port_set_async(&a->port, false);
 	sess_start(&a->sess);
 	a->connected = true;
 	a->t_reconnect = 0;
@@ -183,6 +184,8 @@ static void on_host_gone(struct agent *a, const char *why, unsigned delay_ms)
 	a->t_hello = 0;
 	if (a->port.kind == PORT_SOCKET)
 		port_close(&a->port);
+	else
+		port_set_async(&a->port, true);	/* SIGIO when it comes back */
 	a->t_reconnect = now_ms() + delay_ms;
 }
 
@@ -223,6 +226,8 @@ static void try_connect(struct agent *a)
 	}
 	if (port_host_connected(&a->port))
 		on_host_connected(a);
+	else
+		port_set_async(&a->port, true);
 }
 
 static void handle_actions(struct agent *a, int act)

@@ -85,17 +85,11 @@ static int open_socket(struct port *p)
 static int open_vport(struct port *p)
 {
 	_cleanup_close_ int fd = -1;
-	int fl;
-
 	fd = open(p->path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return negerrno();
 	/* SIGIO when the host connects or disconnects (virtio_console's fasync). */
-	if (fcntl(fd, F_SETOWN, getpid()) == 0) {
-		fl = fcntl(fd, F_GETFL);
-		if (fl >= 0)
-			(void)fcntl(fd, F_SETFL, fl | O_ASYNC);
-	}
+	(void)fcntl(fd, F_SETOWN, getpid());
 	return take_fd(&fd);
 }
 
@@ -110,6 +104,17 @@ int port_open(struct port *p)
 		return fd;
 	p->fd = fd;
 	return 0;
+}
+
+void port_set_async(struct port *p, bool on)
+{
+	int fl;
+
+	if (p->fd < 0 || p->kind != PORT_VPORT)
+		return;
+	fl = fcntl(p->fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(p->fd, F_SETFL, on ? fl | O_ASYNC : fl & ~O_ASYNC);
 }
 
 void port_close(struct port *p)

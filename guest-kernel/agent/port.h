@@ -4,7 +4,8 @@
  * (no udev in a minimal guest), or, for tests and loopback setups, a unix stream socket.
  *
  * A virtio port stays open for the whole run; the host side comes and goes, which the
- * guest sees as POLLHUP (host away) and a SIGIO on each change (O_ASYNC). A socket is
+ * guest sees as POLLHUP (host away) and a SIGIO on each change (O_ASYNC, set while the
+ * host is away). A socket is
  * connected, and closed on hang-up; port_open() reconnects it.
  */
 #ifndef SMG_PORT_H
@@ -38,6 +39,9 @@ int port_init(struct port *p, const char *path);
 /* Open (vport) or connect (socket). Non-blocking; for a vport, SIGIO on host changes. */
 int port_open(struct port *p);
 void port_close(struct port *p);
+/* SIGIO on host (dis)connection (vport only; it also fires on every incoming byte, so
+ * the agent asks for it only while the host is away). */
+void port_set_async(struct port *p, bool on);
 /* Is a host there now? (vport: no POLLHUP; socket: open.) */
 bool port_host_connected(struct port *p);
 
