@@ -2,12 +2,15 @@
 # after the guest resends, nothing is lost and nothing is duplicated. The guest is the
 # server here, as QEMU with -chardev socket,server=on; the daemon reconnects.
 . "$1"
+# The daemon starts first: no socket yet, it retries with backoff (no spin).
+start_daemon --socket "$T/sock" --domain-name vm1 --batch-mb 1
+wait_for grep -q "not available, retrying with backoff" "$T/daemon.log" || fail "no backoff"
 "$SYNTH_GUEST" --listen "$T/sock" --events 150000 --cpus 2 --epochs 3 --seed 5 \
 	--throttle-us 1500 --expect "$T/expect" >"$T/guest.out" 2>"$T/guest.err" &
 GUEST=$!
 wait_for test -S "$T/sock" || fail "guest socket"
 for i in 1 2 3 4; do
-	start_daemon --socket "$T/sock" --domain-name vm1 --batch-mb 1
+	[ "$i" = 1 ] || start_daemon --socket "$T/sock" --domain-name vm1 --batch-mb 1
 	sleep "0.$((RANDOM % 6 + 5))"
 	kill -9 "$DAEMON_PID"
 	wait "$DAEMON_PID" 2>/dev/null
