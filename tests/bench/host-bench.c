@@ -229,42 +229,30 @@ static double time_report(const char *state, const char *domain, const char *wha
 	return now() - t0;
 }
 
-int main(int argc, char **argv)
+/* Dump, plain copy, ingest and measure one variant; returns stored bytes per event. */
+static double run_variant(const char *title, const char *name, const char *opt1,
+			  const char *opt2, const char *state)
 {
-	GOptionEntry entries[] = {
-		{ "host-agent", 0, 0, G_OPTION_ARG_FILENAME, &ha_path, "host-agent binary", "PATH" },
-		{ "synth-guest", 0, 0, G_OPTION_ARG_FILENAME, &sg_path, "synth-guest binary", "PATH" },
-		{ "events", 0, 0, G_OPTION_ARG_INT64, &nevents, "Events for the ingest run", "N" },
-		{ "top-events", 0, 0, G_OPTION_ARG_INT64, &top_events, "Events for the report run (0: skip)", "N" },
-		{ NULL },
-	};
-	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
-	g_autoptr(GError) e = NULL;
-	g_autofree char *stream = NULL, *sock = NULL, *state = NULL, *db = NULL;
-	g_autofree char *ev = NULL;
+	g_autofree char *stream = g_strdup_printf("%s/stream-%s.bin", dir, name);
+	g_autofree char *sock = g_strdup_printf("%s/sock-%s", dir, name);
+	g_autofree char *ev = g_strdup_printf("%" G_GINT64_FORMAT, nevents);
+	g_autofree char *domain = g_strdup_printf("bench-%s", name);
+	g_autofree char *db = NULL;
+	char *gargv[16] = { sg_path, "--dump", stream, "--events", ev, "--cpus", "2",
+			    "--stacks", "1000", "--epochs", "4", "-q" };
+	int na = 12, fd;
 	uint8_t *buf;
 	struct stat sb;
 	uint64_t last_seq = 0;
-	double tcopy, tingest, cpu0, cpu1;
+	double tcopy, tingest, cpu0, cpu1, per_event;
 	GPid pid;
-	int fd;
 
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	if (!g_option_context_parse(ctx, &argc, &argv, &e) || !ha_path || !sg_path) {
-		g_printerr("host-bench: --host-agent and --synth-guest are required\n");
-		return 2;
-	}
-	dir = g_dir_make_tmp("host-bench-XXXXXX", NULL);
-	stream = g_build_filename(dir, "stream.bin", NULL);
-	sock = g_build_filename(dir, "sock", NULL);
-	state = g_build_filename(dir, "state", NULL);
-	ev = g_strdup_printf("%" G_GINT64_FORMAT, nevents);
-	{
-		char *gargv[] = { sg_path, "--dump", stream, "--events", ev, "--cpus", "2",
-				  "--stacks", "1000", "--epochs", "4", "-q", NULL };
-
-		run(gargv);
-	}
+	if (opt1)
+		gargv[na++] = (char *)opt1;
+	if (opt2)
+		gargv[na++] = (char *)opt2;
+	gargv[na] = NULL;
+	run(gargv);
 	fd = open(stream, O_RDONLY);
 	fstat(fd, &sb);
 	buf = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -277,17 +265,14 @@ int main(int argc, char **argv)
 		last_seq = MAX(last_seq, seq);
 		off += SMP_HDR_SIZE + plen;
 	}
-	printf("host-agent benchmark: %" G_GINT64_FORMAT " kmalloc events with stacks"
-	       " (stack_id, 1/64 of stacks as full kernel_stack), 2 CPUs, 4 epochs:"
-	       " %.1f MB of frames, %" PRIu64 " frames, %.1f B/event on the wire\n",
-	       nevents, (double)sb.st_size / 1e6, last_seq,
-	       (double)sb.st_size / (double)nevents);
+	printf("\n %s: %.1f MB of frames, %" PRIu64 " frames, %.1f B/event on the wire\n",
+	       title, (double)sb.st_size / 1e6, last_seq, (double)sb.st_size / (double)nevents);
 
 	tcopy = plain_copy(buf, (size_t)sb.st_size);
 	printf("  plain copy socket->file+fdatasync: %7.3f s  %8.1f MB/s  %10.0f events/s\n",
 	       tcopy, (double)sb.st_size / 1e6 / tcopy, (double)nevents / tcopy);
 
-	pid = start_daemon(sock, state, "bench");
+	pid = start_daemon(sock, state, domain);
 	cpu0 = proc_cpu(pid);
 	tingest = ingest(buf, (size_t)sb.st_size, sock, last_seq);
 	cpu1 = proc_cpu(pid);
@@ -298,8 +283,9 @@ int main(int argc, char **argv)
 	stop_daemon(pid);
 	munmap(buf, (size_t)sb.st_size);
 	close(fd);
+	g_unlink(stream);
 
-	db = g_build_filename(state, "bench.db", NULL);
+	db = g_strdup_printf("%s/%s.db", state, domain);
 	{
 		sqlite3 *h;
 		int64_t pages, data, stacks, hist, total;
@@ -309,18 +295,57 @@ int main(int argc, char **argv)
 		pages = q1(h, "SELECT SUM(raw_bytes) FROM chunks");
 		data = q1(h, "SELECT SUM(length(data)) FROM chunks");
 		hist = q1(h, "SELECT SUM(length(stacks)) FROM chunks");
-		stacks = q1(h, "SELECT SUM(length(ips)) FROM stacks") +
+		stacks = q1(h, "SELECT COALESCE(SUM(length(ips)), 0) FROM stacks") +
 			 q1(h, "SELECT COALESCE(SUM(length(ips)), 0) FROM fullstacks");
 		sqlite3_close(h);
 		stat(db, &sb);
 		total = sb.st_size;
-		printf("  stored: %.2f B/event in the database file (%.1f MB); of which"
-		       " zstd pages %.2f B/event (raw pages %.1f B/event, ratio %.1fx),"
-		       " stack histograms %.3f B/event, stack texts %.3f B/event\n",
-		       (double)total / (double)nevents, (double)total / 1e6,
+		per_event = (double)total / (double)nevents;
+		printf("  stored: %.2f B/event in the database file (%.1f MB); zstd pages %.2f"
+		       " B/event (raw %.1f B/event, %.1fx), stack histograms %.3f B/event, stack"
+		       " texts %.3f B/event\n", per_event, (double)total / 1e6,
 		       (double)data / (double)nevents, (double)pages / (double)nevents,
 		       (double)pages / (double)MAX(data, 1), (double)hist / (double)nevents,
 		       (double)stacks / (double)nevents);
+	}
+	return per_event;
+}
+
+int main(int argc, char **argv)
+{
+	GOptionEntry entries[] = {
+		{ "host-agent", 0, 0, G_OPTION_ARG_FILENAME, &ha_path, "host-agent binary", "PATH" },
+		{ "synth-guest", 0, 0, G_OPTION_ARG_FILENAME, &sg_path, "synth-guest binary", "PATH" },
+		{ "events", 0, 0, G_OPTION_ARG_INT64, &nevents, "Events for the ingest run", "N" },
+		{ "top-events", 0, 0, G_OPTION_ARG_INT64, &top_events, "Events for the report run (0: skip)", "N" },
+		{ NULL },
+	};
+	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
+	g_autoptr(GError) e = NULL;
+	g_autofree char *state = NULL;
+	GPid pid;
+
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	if (!g_option_context_parse(ctx, &argc, &argv, &e) || !ha_path || !sg_path) {
+		g_printerr("host-bench: --host-agent and --synth-guest are required\n");
+		return 2;
+	}
+	dir = g_dir_make_tmp("host-bench-XXXXXX", NULL);
+	state = g_build_filename(dir, "state", NULL);
+	printf("host-agent benchmark: %" G_GINT64_FORMAT " synthetic kmalloc events, 2 CPUs,"
+	       " 4 epochs, 1000 stacks per epoch (zipf-like), one ingest run per variant\n",
+	       nevents);
+	{
+		double full = run_variant("with stack_id events (1/64 of stacks full kernel_stack)",
+					  "full", NULL, NULL, state);
+		double sid = run_variant("with stack_id events only", "sid", "--no-deep", NULL,
+					 state);
+		double none = run_variant("without stack events", "none", "--no-deep",
+					  "--no-stacks", state);
+
+		printf("  => stored cost of the stack_id events alone: %.2f B per event"
+		       " (stack_id-only run minus no-stack run); full-stack fallback run: %.2f"
+		       " B/event\n", sid - none, full);
 	}
 
 	if (top_events > 0) {

@@ -53,6 +53,7 @@ typedef struct {
 	char *dump;
 	char *hostile;
 	gboolean no_bye;
+	gboolean no_stacks;
 	gint throttle_us;
 	gint window_mb;
 	gint64 gap_at;
@@ -130,9 +131,11 @@ static uint32_t mix(uint32_t a, uint32_t b, uint32_t c)
 	return h;
 }
 
+static bool no_deep;	/* --no-deep: every stack fits the map */
+
 static bool stack_is_deep(int k)
 {
-	return k % 64 == 63;	/* deeper than the map keeps: a full kernel_stack */
+	return !no_deep && k % 64 == 63;	/* deeper than the map keeps: kernel_stack */
 }
 
 static unsigned int stack_depth(int e, int k)
@@ -338,6 +341,10 @@ static void emit_stack(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t pr
 {
 	int e = g->epoch;
 
+	if (g->o.no_stacks) {
+		expect_add(g, g_strdup("[no stack]"));
+		return;
+	}
 	expect_add(g, folded_for(e, k));
 	if (stack_is_deep(k)) {
 		unsigned int d = stack_depth(e, k);
@@ -842,6 +849,10 @@ int main(int argc, char **argv)
 		{ "stream-id", 0, 0, G_OPTION_ARG_INT64, &o->stream_id, "Stream id", "N" },
 		{ "expect", 0, 0, G_OPTION_ARG_FILENAME, &o->expect, "Write the ground truth (folded)", "FILE" },
 		{ "no-bye", 0, 0, G_OPTION_ARG_NONE, &o->no_bye, "End without BYE (a crash)", NULL },
+		{ "no-deep", 0, 0, G_OPTION_ARG_NONE, &no_deep,
+		  "No stack deeper than the map keeps (no full kernel_stack events)", NULL },
+		{ "no-stacks", 0, 0, G_OPTION_ARG_NONE, &o->no_stacks,
+		  "Trace without stacktrace (for the benchmark's marginal cost)", NULL },
 		{ "throttle-us", 0, 0, G_OPTION_ARG_INT, &o->throttle_us, "Pause after each frame", "US" },
 		{ "gap-at", 0, 0, G_OPTION_ARG_INT64, &o->gap_at, "Skip --gap sequence numbers at this one", "SEQ" },
 		{ "gap", 0, 0, G_OPTION_ARG_INT, &o->gap, "How many (default 0)", "N" },
