@@ -113,6 +113,10 @@ static void send_ksyms(struct agent *a)
 		log_warning("cannot read kallsyms: %s (no KSYMS sent)", strerror(-r));
 		return;
 	}
+	if (len > a->o.window_kb * 1024 / 2)
+		log_once(LOG_WARNING, "kallsyms is %zu KiB, more than half of the %lu KiB "
+			 "window: raise --window-kb, or KSYMS may be cut while the host is "
+			 "away", len / 1024, a->o.window_kb);
 	/* HELLO's _text comes from the same read: kallsyms is costly to generate */
 	if (sysinfo_text_addr(text, &a->text_addr) < 0)
 		log_once(LOG_WARNING, "no _text in kallsyms: HELLO carries text_addr 0");
