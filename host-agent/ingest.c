@@ -55,6 +55,7 @@ struct _HaConn {
 	unsigned int hellos;
 	unsigned int formats;
 	bool bye;
+	bool failed;		/* a batch was rolled back: no more commits or ACKs */
 	bool warned_unparsed;
 
 	HaTep *tep;
@@ -176,7 +177,7 @@ static void queue_ack(HaConn *c)
 	uint8_t p[8];
 	uint64_t upto = c->expected - 1;
 
-	if (!c->hello || upto == 0 || (upto == c->acked && !c->ack_wanted))
+	if (!c->hello || c->failed || upto == 0 || (upto == c->acked && !c->ack_wanted))
 		return;
 	smp_ack_encode(upto, p, sizeof(p));
 	queue_frame(c, SMP_ACK, p, 8);
@@ -410,10 +411,17 @@ bool ha_conn_flush(HaConn *c, GError **error)
 
 	if (!c->hello)
 		return true;
+	if (c->failed) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "an earlier batch failed");
+		return false;
+	}
 	if (!ha_store_in_txn(c->store)) {
 		queue_ack(c);
 		return true;
 	}
+	/* Any failure below rolls the batch back; its frames were not acknowledged and
+	 * the guest resends them on its next connection. */
+	c->failed = true;
 	g_hash_table_iter_init(&it, c->batches);
 	while (g_hash_table_iter_next(&it, &k, &v))
 		if (!write_batch(c, GPOINTER_TO_UINT(k), v, error))
@@ -453,6 +461,7 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	}
 	if (!ha_store_commit(c->store, error))
 		return false;
+	c->failed = false;
 	c->st.commits++;
 	c->pending_since = 0;
 	c->orphans_saved += orphans;
@@ -961,8 +970,10 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			return false;
 		if (!c->pending_since)
 			c->pending_since = g_get_monotonic_time();
-		if (!apply(c, f, error))
+		if (!apply(c, f, error)) {
+			c->failed = true;	/* never commit a frame applied in part */
 			return false;
+		}
 		c->st.applied++;
 	}
 	c->expected = f->seq + 1;
@@ -1026,13 +1037,13 @@ void ha_conn_close(HaConn *c)
 
 	if (!c->hello)
 		return;
-	if (!ha_conn_flush(c, &e)) {
+	if (!c->failed && !ha_conn_flush(c, &e)) {
 		g_warning("%s: boot %s: last batch not stored: %s", c->domain, c->boot_str,
 			  e->message);
-		ha_store_rollback(c->store);
 		g_clear_error(&e);
 	}
-	if (c->bye)
+	ha_store_rollback(c->store);
+	if (c->bye && !c->failed)
 		return;
 	st = ha_store_stmt(c->store, "UPDATE boots SET ended = 'disconnected', end_time = ?"
 			   " WHERE id = ? AND ended IS NULL", NULL);
