@@ -231,7 +231,9 @@ static void collect_delta(struct agent *a)
 		}
 		if (a->delta.len == 0)
 			return;
-		delta_to_le(a->delta.buf, a->delta.len);
+		/* each record once, when whole (a no-op on little-endian guests) */
+		a->delta.le += delta_to_le(a->delta.buf + a->delta.le,
+					   a->delta.len - a->delta.le);
 		used = stream_delta(a->win, a->delta.buf, a->delta.len, 0, &dc, &bad);
 		a->c.stacks += dc.stacks;
 		a->c.epochs += dc.epochs;

@@ -37,7 +37,7 @@ int delta_open(struct delta_reader *d)
 	d->fd = open(d->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (d->fd < 0)
 		return negerrno();
-	d->len = 0;
+	d->len = d->le = 0;
 	return 0;
 }
 
@@ -46,7 +46,7 @@ void delta_close(struct delta_reader *d)
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
-	d->len = 0;
+	d->len = d->le = 0;
 }
 
 long delta_read(struct delta_reader *d)
@@ -72,9 +72,10 @@ long delta_read(struct delta_reader *d)
 void delta_consume(struct delta_reader *d, size_t n)
 {
 	if (n >= d->len) {
-		d->len = 0;
+		d->len = d->le = 0;
 		return;
 	}
 	memmove(d->buf, d->buf + n, d->len - n);
 	d->len -= n;
+	d->le = d->le > n ? d->le - n : 0;
 }

@@ -27,6 +27,7 @@ struct delta_reader {
 	int fd;
 	uint8_t *buf;
 	size_t len;		/* bytes in buf */
+	size_t le;		/* leading bytes already in little-endian order */
 	uint64_t bytes;		/* bytes read */
 	uint64_t bad;		/* invalid records seen (the buffer was discarded) */
 };

@@ -328,9 +328,8 @@ static void swap64(uint8_t *p)
 	}
 }
 
-void delta_to_le(uint8_t *buf, size_t len)
+size_t delta_to_le(uint8_t *buf, size_t len)
 {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	size_t off = 0;
 
 	while (len - off >= SMP_DELTA_HDR_SIZE) {
@@ -340,17 +339,18 @@ void delta_to_le(uint8_t *buf, size_t len)
 		memcpy(&nr, buf + off + 4, 4);
 		size = SMP_DELTA_HDR_SIZE + (size_t)nr * 8;
 		if (nr > SMP_DELTA_MAX_DEPTH || len - off < size)
-			return;
+			break;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 		for (int i = 0; i < 4; i++)
 			swap32(buf + off + 4 * i);
 		for (uint32_t i = 0; i < nr; i++)
 			swap64(buf + off + SMP_DELTA_HDR_SIZE + 8 * i);
+#endif
 		off += size;
 	}
-#else
-	(void)buf;
-	(void)len;
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
 	(void)swap32;
 	(void)swap64;
 #endif
+	return off;
 }

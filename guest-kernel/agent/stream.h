@@ -87,8 +87,9 @@ int stream_bye(struct win *w, uint32_t reason);
 /* Encode a whole HELLO frame (seq 0) into @buf. Returns its size or -errno. */
 long stream_hello(const struct smp_hello *h, uint8_t *buf, size_t cap);
 
-/* Convert the native-order delta records in @buf to little-endian in place (a no-op
- * on little-endian machines). Stops at the first record that does not fit. */
-void delta_to_le(uint8_t *buf, size_t len);
+/* Convert the whole native-order delta records at the start of @buf to little-endian
+ * in place (nothing to do on little-endian machines). Returns the bytes of whole
+ * records (converted), so a caller with a partial record converts it once complete. */
+size_t delta_to_le(uint8_t *buf, size_t len);
 
 #endif

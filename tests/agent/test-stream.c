@@ -210,6 +210,18 @@ static void test_delta(void)
 	ok(g.n >= 5, "records split over several frames under the 32 KiB cap (%u)", g.n);
 	got_free(&g);
 
+	/* the byte-order pass converts whole records only, each once */
+	{
+		static uint8_t copy[200000];
+
+		memcpy(copy, buf, len);
+		is_int(delta_to_le(buf, len), len - 40, "delta_to_le covers the whole records");
+		is_int(delta_to_le(buf, 20), 0, "and not a partial one");
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+		ok(memcmp(copy, buf, len) == 0, "little-endian records are left as they are");
+#endif
+	}
+
 	/* a small max_payload: one record per frame at most */
 	memset(&dc, 0, sizeof(dc));
 	len = put_stack(buf, 5, 64);
