@@ -9,7 +9,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "report.h"
@@ -27,25 +31,15 @@ static gboolean on_signal(gpointer loop)
 	return G_SOURCE_CONTINUE;
 }
 
-static int run_daemon(HaConfig *cfg)
+/* Run the daemon on @db until a signal; the caller holds the domain's lock. */
+static int serve(HaConfig *cfg, const char *db)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
 	g_autoptr(HaSource) src = NULL;
 	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
-	g_autofree char *db = NULL;
 	HaLimits lim;
 
-	if (!!cfg->socket == !!cfg->listen) {
-		g_printerr("host-agent: give exactly one of --socket PATH or --listen PATH\n");
-		return 2;
-	}
-	if (g_mkdir_with_parents(cfg->state_dir, 0750) < 0) {
-		g_printerr("host-agent: cannot create %s: %s\n", cfg->state_dir,
-			   g_strerror(errno));
-		return 1;
-	}
-	db = ha_config_db_path(cfg);
 	store = ha_store_open(db, false, &e);
 	if (!store) {
 		g_printerr("host-agent: %s\n", e->message);
@@ -65,6 +59,37 @@ static int run_daemon(HaConfig *cfg)
 	g_main_loop_run(loop);
 	g_clear_pointer(&src, ha_source_free);	/* records how the stream ended */
 	return 0;
+}
+
+static int run_daemon(HaConfig *cfg)
+{
+	g_autofree char *db = NULL;
+	g_autofree char *lock = NULL;
+	int lock_fd, rc;
+
+	if (!!cfg->socket == !!cfg->listen) {
+		g_printerr("host-agent: give exactly one of --socket PATH or --listen PATH\n");
+		return 2;
+	}
+	if (g_mkdir_with_parents(cfg->state_dir, 0750) < 0) {
+		g_printerr("host-agent: cannot create %s: %s\n", cfg->state_dir,
+			   g_strerror(errno));
+		return 1;
+	}
+	db = ha_config_db_path(cfg);
+	/* One daemon per domain: a second one would fight over the resume points. */
+	lock = g_strconcat(db, ".lock", NULL);
+	lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		g_printerr("host-agent: %s: %s\n", lock, lock_fd < 0 ? g_strerror(errno) :
+			   "another host-agent is already storing this domain");
+		if (lock_fd >= 0)
+			close(lock_fd);
+		return 1;
+	}
+	rc = serve(cfg, db);
+	close(lock_fd);
+	return rc;
 }
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,

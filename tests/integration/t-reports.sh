@@ -38,3 +38,11 @@ report top --domain-name nosuch 2>/dev/null && fail "missing domain accepted"
 "$HOST_AGENT" --domain-name ../etc --listen "$T/x" --state-dir "$T/state" 2>/dev/null &&
 	fail "a domain name with a path accepted"
 ok "reports"
+# one daemon per domain
+start_daemon --listen "$T/sock3" --domain-name vm2
+wait_for test -S "$T/sock3" || fail "daemon"
+"$HOST_AGENT" --state-dir "$T/state" --listen "$T/sock4" --domain-name vm2 2>"$T/second" &&
+	fail "a second daemon on the same domain started"
+grep -q "another host-agent is already storing this domain" "$T/second" || fail "lock message"
+stop_daemon
+ok "one daemon per domain"
