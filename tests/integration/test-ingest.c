@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests: one HaConn fed frames directly (no socket): WELCOME resume point,
+ * ACK only after commit and cumulative, duplicates acknowledged but not applied, a
+ * gap counted, a frame before HELLO refused, a batch over the quota rolled back and
+ * never acknowledged.
+ */
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "guest-formats.h"
+#include "ingest.h"
+#include "proto.h"
+#include "tap.h"
+
+static uint8_t boot_id[16] = { 1, 2, 3 };
+
+static void feed(HaConn *c, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		uint8_t *space;
+		size_t room = ha_conn_space(c, &space), n = MIN(room, len);
+
+		memcpy(space, buf, n);
+		ha_conn_commit(c, n);
+		buf += n;
+		len -= n;
+	}
+}
+
+static bool send_frame(HaConn *c, uint8_t type, uint64_t seq, const void *p, size_t len,
+		       GError **error)
+{
+	g_autofree uint8_t *buf = g_malloc(SMP_HDR_SIZE + len);
+	long n = smp_frame_encode(buf, SMP_HDR_SIZE + len, type, 0, seq, p, len);
+
+	feed(c, buf, (size_t)n);
+	return ha_conn_process(c, error);
+}
+
+static bool send_hello(HaConn *c, GError **error)
+{
+	uint8_t p[128];
+	struct smp_hello h = {
+		.stream_id = 42, .text_addr = 0xffffffff81000000ull, .nr_cpus = 2,
+		.page_size = 4096, .map_bits = 10, .max_depth = 64,
+		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
+	};
+	long n;
+
+	memcpy(h.boot_id, boot_id, 16);
+	n = smp_hello_encode(&h, p, sizeof(p));
+	return send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
+}
+
+/* The last WELCOME resume_seq or ACK value in the output (and consume it). */
+static uint64_t last_out(HaConn *c, uint8_t want)
+{
+	size_t len;
+	const uint8_t *out = ha_conn_output(c, &len);
+	struct smp_decoder *d = smp_decoder_new(64);
+	struct smp_frame f;
+	uint64_t v = 0;
+
+	smp_decoder_feed(d, out, len);
+	while (smp_decoder_next(d, &f, NULL) == 1) {
+		if (f.type == want && want == SMP_ACK)
+			smp_ack_decode(&v, f.payload, f.len);
+		if (f.type == want && want == SMP_WELCOME) {
+			struct smp_welcome w;
+
+			smp_welcome_decode(&w, f.payload, f.len);
+			v = w.resume_seq;
+		}
+	}
+	smp_decoder_free(d);
+	ha_conn_output_done(c, len);
+	return v;
+}
+
+static bool send_epoch(HaConn *c, uint64_t seq, uint64_t epoch, GError **error)
+{
+	uint8_t p[SMP_DELTA_EPOCH_SIZE];
+	long n = smp_delta_put_epoch(p, sizeof(p), epoch, epoch * 100);
+
+	return send_frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
+}
+
+static int64_t q1(HaStore *s, const char *sql)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
+	int64_t v = -1;
+
+	if (st && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	if (st)
+		sqlite3_reset(st);
+	return v;
+}
+
+int main(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("ha-ingest-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(dir, "t.db", NULL);
+	GError *e = NULL;
+	HaStore *s = ha_store_open(path, false, &e);
+	HaLimits lim;
+	HaConn *c;
+
+	ha_limits_default(&lim);
+	lim.batch_frames = 1000;
+
+	/* A frame before HELLO ends the connection. */
+	c = ha_conn_new(s, &lim, "t", "test");
+	CHECK(!send_epoch(c, 1, 0, &e) && e && strstr(e->message, "before HELLO"),
+	      "frame before HELLO: %s", e ? e->message : "accepted");
+	g_clear_error(&e);
+	ha_conn_free(c);
+
+	c = ha_conn_new(s, &lim, "t", "test");
+	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 1, "new stream resumes at 1");
+	CHECK(send_epoch(c, 1, 0, &e) && send_epoch(c, 2, 1, &e), "two epochs applied");
+	CHECK(last_out(c, SMP_ACK) == 0, "nothing acknowledged before the commit");
+	CHECK(q1(s, "SELECT COUNT(*) FROM epochs") == 2, "inside the open transaction");
+	CHECK(ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 2, "ACK 2 after the commit");
+	/* duplicates: acknowledged again, not applied */
+	CHECK(send_epoch(c, 2, 7, &e) && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 2,
+	      "a duplicate is acknowledged");
+	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 7") == 0, "and not applied");
+	/* a gap */
+	CHECK(send_epoch(c, 6, 3, &e) && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 6,
+	      "after a gap, ACK 6");
+	CHECK(q1(s, "SELECT gap_frames FROM streams") == 3, "gap of 3 frames recorded");
+	ha_conn_close(c);
+	ha_conn_free(c);
+
+	/* Reconnect: the resume point comes from the store. */
+	c = ha_conn_new(s, &lim, "t", "test");
+	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 7, "resume at 7 after reconnect");
+	CHECK(q1(s, "SELECT ended IS NULL FROM boots") == 1, "boot running again");
+
+	/* Over the quota: rolled back, never acknowledged. */
+	ha_conn_close(c);
+	ha_conn_free(c);
+	lim.quota_bytes = 1;
+	c = ha_conn_new(s, &lim, "t", "test");
+	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 7, "resume at 7");
+	CHECK(send_epoch(c, 7, 4, &e), "epoch 4 applied in the batch");
+	CHECK(!ha_conn_flush(c, &e) && e && strstr(e->message, "quota"), "quota: %s",
+	      e ? e->message : "committed");
+	g_clear_error(&e);
+	CHECK(last_out(c, SMP_ACK) == 0, "no ACK for the rolled-back batch");
+	ha_conn_close(c);
+	CHECK(last_out(c, SMP_ACK) == 0, "nor when the connection closes");
+	ha_conn_free(c);
+	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 4") == 0 &&
+	      q1(s, "SELECT next_seq FROM streams") == 7, "the store is as before the batch");
+
+	ha_store_free(s);
+	{
+		g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+		g_autofree char *shm = g_strconcat(path, "-shm", NULL);
+
+		g_unlink(path);
+		g_unlink(wal);
+		g_unlink(shm);
+		g_rmdir(dir);
+	}
+	return tap_done();
+}
