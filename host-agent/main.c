@@ -6,6 +6,7 @@
 #include <gio/gio.h>
 #include <glib-unix.h>
 #include <locale.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,7 +94,7 @@ static int run_daemon(HaConfig *cfg)
 }
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
-		      int limit, const char *vmlinux)
+		      int limit, const char *vmlinux, double since, double until)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
@@ -106,6 +107,8 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 		.json = json,
 		.limit = limit > 0 ? (guint)limit : 0,
 		.vmlinux = vmlinux,
+		.since_ns = since >= 0 ? (int64_t)llround(since * 1e9) : -1,
+		.until_ns = until >= 0 ? (int64_t)llround(until * 1e9) : -1,
 	};
 
 	if (!o.cmd) {
@@ -131,6 +134,7 @@ int main(int argc, char **argv)
 	gboolean version = FALSE, json = FALSE;
 	char *boot = NULL, *vmlinux = NULL;
 	gint limit = 0, max_malformed = -1, batch_mb = -1;
+	gdouble since = -1, until = -1;
 	gint64 quota_mb = -1;
 	int rc;
 	GOptionEntry entries[] = {
@@ -158,8 +162,12 @@ int main(int argc, char **argv)
 		  "PATH" },
 		{ "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
 		  "report top/events: how many", "N" },
+		{ "since", 0, 0, G_OPTION_ARG_DOUBLE, &since,
+		  "report events: from this trace-clock time (seconds)", "SECONDS" },
+		{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &until,
+		  "report events: up to this trace-clock time (seconds)", "SECONDS" },
 		{ "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
-		{ NULL },
+		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new(
 		"[report boots|top|events|stack ID|folded] - virtio-stackmap host agent");
@@ -191,7 +199,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
-		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux);
+		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux, since,
+				until);
 	else if (argc > 1) {
 		g_printerr("host-agent: unknown command '%s' (try --help)\n", argv[1]);
 		rc = 2;

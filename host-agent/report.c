@@ -896,10 +896,12 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	/* Newest chunks until they hold enough events (twice: stack events count too),
 	 * plus one per CPU before them for pairing context, decoded oldest first. */
 	st = ha_store_stmt(s, "SELECT id, nr_events FROM chunks WHERE boot = ? AND nr_pages > 0"
-			   " ORDER BY ts_max DESC, id DESC", error);
+			   " AND ts_max >= ? AND ts_min <= ? ORDER BY ts_max DESC, id DESC", error);
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, o->since_ns >= 0 ? o->since_ns : 0);
+	sqlite3_bind_int64(st, 3, o->until_ns >= 0 ? o->until_ns : INT64_MAX);
 	while (sqlite3_step(st) == SQLITE_ROW && have < 2ull * want + 64) {
 		int64_t id = sqlite3_column_int64(st, 0);
 
@@ -943,6 +945,23 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	progress_end(&pr);
 	ha_pair_flush(pair);
 	g_array_sort(evs, ev_cmp);
+	if (o->since_ns >= 0 || o->until_ns >= 0) {
+		guint keep = 0;
+
+		for (guint i = 0; i < evs->len; i++) {
+			Ev *e = &g_array_index(evs, Ev, i);
+
+			if ((o->since_ns >= 0 && e->ts < (uint64_t)o->since_ns) ||
+			    (o->until_ns >= 0 && e->ts > (uint64_t)o->until_ns)) {
+				ev_clear(e);
+				continue;
+			}
+			g_array_index(evs, Ev, keep++) = *e;
+		}
+		g_array_set_clear_func(evs, NULL);
+		g_array_set_size(evs, keep);
+		g_array_set_clear_func(evs, ev_clear);
+	}
 	first = evs->len > want ? evs->len - want : 0;
 	uuid = boot_uuid_str(s, boot);
 	if (o->json)

@@ -30,6 +30,8 @@ typedef struct {
 	const char *arg;	/* stack: the id */
 	guint limit;		/* top / events: how many (0: default) */
 	const char *vmlinux;	/* optional: file:line and inlines through libdwfl */
+	int64_t since_ns;	/* events: trace-clock range, -1 when open */
+	int64_t until_ns;
 	bool json;
 } HaReportOpts;
 

@@ -318,7 +318,7 @@ int main(int argc, char **argv)
 		{ "synth-guest", 0, 0, G_OPTION_ARG_FILENAME, &sg_path, "synth-guest binary", "PATH" },
 		{ "events", 0, 0, G_OPTION_ARG_INT64, &nevents, "Events for the ingest run", "N" },
 		{ "top-events", 0, 0, G_OPTION_ARG_INT64, &top_events, "Events for the report run (0: skip)", "N" },
-		{ NULL },
+		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
 	g_autoptr(GError) e = NULL;

@@ -860,7 +860,7 @@ int main(int argc, char **argv)
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks", "MODE" },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No summary", NULL },
-		{ NULL },
+		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- synthetic virtio-stackmap guest");
 	bool ok;

@@ -27,6 +27,15 @@ assert len(ev)==7, len(ev)
 assert all(e["event"].startswith("kmem/kmalloc") for e in ev)
 assert sorted(e["ts"] for e in ev)==[e["ts"] for e in ev]
 assert sum(1 for e in ev if e["stack"]["kind"] in ("stack_id","full")) >= 5' || fail "events --json"
+# a time range: the events between two of the last 50, both included, and only those
+report events -n 50 --json --domain-name vm2 >"$T/ev50" || fail "events -n 50"
+range=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["events"]; print("%.9f %.9f" % (e[10]["ts"]/1e9, e[20]["ts"]/1e9))' "$T/ev50")
+report events -n 1000 --json --since "${range% *}" --until "${range#* }" --domain-name vm2 >"$T/evr" ||
+	fail "events --since/--until"
+python3 -c '
+import json,sys
+a=json.load(open(sys.argv[1]))["events"][10:21]; b=json.load(open(sys.argv[2]))["events"]
+assert [e["ts"] for e in a]==[e["ts"] for e in b], (len(a), len(b))' "$T/ev50" "$T/evr" || fail "time range"
 report boots --json --domain-name vm2 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["ended"]=="clean"' ||
 	fail "boots --json"
 report stack 0xd --json --domain-name vm2 | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["epochs"][0]["stack"]["kind"]=="stack_id"' ||
