@@ -66,6 +66,7 @@ struct _HaConn {
 	uint32_t batch_bytes;
 	uint32_t batch_frames;
 	uint64_t d_gap, d_dup, d_malformed, d_bad_pages, orphans_saved;
+	uint64_t d_missed, d_missed_uncounted;
 	gint64 pending_since;
 
 	GByteArray *out;
@@ -430,7 +431,8 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	st = STMT(c, "UPDATE streams SET next_seq = ?, gap_frames = gap_frames + ?,"
 		  " dup_frames = dup_frames + ?, malformed = malformed + ?,"
 		  " bad_pages = bad_pages + ?, orphan_stacks = orphan_stacks + ?,"
-		  " cur_epoch = ? WHERE id = ?", error);
+		  " cur_epoch = ?, missed_events = missed_events + ?,"
+		  " missed_uncounted = missed_uncounted + ? WHERE id = ?", error);
 	sqlite3_bind_int64(st, 1, (int64_t)c->expected);
 	sqlite3_bind_int64(st, 2, (int64_t)c->d_gap);
 	sqlite3_bind_int64(st, 3, (int64_t)c->d_dup);
@@ -439,7 +441,9 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	sqlite3_bind_int64(st, 6, (int64_t)orphans);
 	if (c->cur_epoch >= 0)
 		sqlite3_bind_int64(st, 7, c->cur_epoch);
-	sqlite3_bind_int64(st, 8, c->stream);
+	sqlite3_bind_int64(st, 8, (int64_t)c->d_missed);
+	sqlite3_bind_int64(st, 9, (int64_t)c->d_missed_uncounted);
+	sqlite3_bind_int64(st, 10, c->stream);
 	if (!step_done(c, st, error, "update stream"))
 		return false;
 	pairs = ha_pair_save(c->pair);
@@ -466,6 +470,7 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	c->pending_since = 0;
 	c->orphans_saved += orphans;
 	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
+	c->d_missed = c->d_missed_uncounted = 0;
 	g_hash_table_remove_all(c->batches);
 	c->batch_bytes = 0;
 	c->batch_frames = 0;
@@ -579,6 +584,44 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 	return load_boot_state(c, pairs, pairs_len, error);
 }
 
+static void mark_disconnected(HaConn *c)
+{
+	sqlite3_stmt *st = ha_store_stmt(c->store, "UPDATE boots SET ended = 'disconnected',"
+					 " end_time = ? WHERE id = ? AND ended IS NULL", NULL);
+
+	if (st) {
+		sqlite3_bind_int64(st, 1, g_get_real_time());
+		sqlite3_bind_int64(st, 2, c->boot);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			g_warning("%s: %s", c->domain, sqlite3_errmsg(ha_store_db(c->store)));
+		sqlite3_reset(st);
+	}
+	g_message("%s: boot %s stream %016" PRIx64 ": disconnected without BYE after seq %"
+		  PRIu64, c->domain, c->boot_str, c->stream_id, c->expected - 1);
+}
+
+/* The guest starts over on the same connection: finish the current session (its
+ * frames committed and acknowledged) and forget it. */
+static bool end_session(HaConn *c, GError **error)
+{
+	if (!ha_conn_flush(c, error))
+		return false;
+	if (!c->bye)
+		mark_disconnected(c);
+	g_clear_pointer(&c->tep, ha_tep_free);
+	g_clear_pointer(&c->pair, ha_pair_free);
+	g_hash_table_remove_all(c->batches);
+	g_hash_table_remove_all(c->fullstacks);
+	c->fullstacks_bytes = 0;
+	c->hello = false;
+	c->bye = false;
+	c->cur_epoch = -1;
+	c->formats = 0;
+	c->warned_unparsed = false;
+	c->orphans_saved = 0;
+	return true;
+}
+
 static void queue_welcome(HaConn *c)
 {
 	uint8_t p[16];
@@ -598,23 +641,17 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 			    "malformed HELLO (%s)", smp_strerror(r));
 		return false;
 	}
-	if (c->hello) {
-		if (memcmp(h.boot_id, c->boot_uuid, 16) || h.stream_id != c->stream_id) {
-			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-				    "second HELLO on the connection names another boot or stream");
-			return false;
-		}
-		if (++c->hellos > c->lim.max_hellos) {
-			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-				    "%u HELLOs on one connection (limit %u)", c->hellos,
-				    c->lim.max_hellos);
-			return false;
-		}
-		if (!ha_conn_flush(c, error))
-			return false;
-		queue_welcome(c);
-		return true;
+	/* HELLOs with nothing applied in between: bounded (PROTOCOL.md 3, item 1). */
+	if (++c->hellos > c->lim.max_hellos) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "%u HELLOs on one connection without data between them (limit %u)",
+			    c->hellos, c->lim.max_hellos);
+		return false;
 	}
+	/* A later HELLO starts a new session as if the connection had been reopened:
+	 * a virtio-serial guest cannot close the host's side of the port. */
+	if (c->hello && !end_session(c, error))
+		return false;
 	if (h.page_size > SMP_PAGE_SIZE_MAX || h.map_bits > 19) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "HELLO with page size %u / map bits %u out of range", h.page_size,
@@ -635,7 +672,6 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 	if (!open_stream(c, &h, error))
 		return false;
 	c->hello = true;
-	c->hellos = 1;
 	g_message("%s: %s: boot %s (%.*s) stream %016" PRIx64 ", resuming at seq %" PRIu64,
 		  c->domain, c->peer, c->boot_str, (int)h.release_len, h.release,
 		  c->stream_id, c->expected);
@@ -721,11 +757,18 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 	w.cpu = m.cpu;
 	w.b = batch_get(c, m.cpu);
 	if (ha_tep_ready(c->tep)) {
+		long missed;
+
 		if (ha_tep_walk_page(c->tep, m.data, m.data_len, on_event, &w, &e) < 0) {
 			c->d_bad_pages++;
 			malformed(c, f, "cpu %u: %s", m.cpu, e->message);
 			return true;
 		}
+		missed = ha_tep_missed(c->tep);
+		if (missed > 0)
+			c->d_missed += (uint64_t)missed;
+		else if (missed < 0)
+			c->d_missed_uncounted++;
 	} else if (!c->warned_unparsed) {
 		c->warned_unparsed = true;
 		g_warning("%s: boot %s: PAGE seq %" PRIu64 " before the header_page and stack"
@@ -975,6 +1018,7 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			return false;
 		}
 		c->st.applied++;
+		c->hellos = 0;
 	}
 	c->expected = f->seq + 1;
 	c->batch_frames++;
@@ -1033,7 +1077,6 @@ bool ha_conn_process(HaConn *c, GError **error)
 void ha_conn_close(HaConn *c)
 {
 	g_autoptr(GError) e = NULL;
-	sqlite3_stmt *st;
 
 	if (!c->hello)
 		return;
@@ -1045,14 +1088,5 @@ void ha_conn_close(HaConn *c)
 	ha_store_rollback(c->store);
 	if (c->bye && !c->failed)
 		return;
-	st = ha_store_stmt(c->store, "UPDATE boots SET ended = 'disconnected', end_time = ?"
-			   " WHERE id = ? AND ended IS NULL", NULL);
-	if (st) {
-		sqlite3_bind_int64(st, 1, g_get_real_time());
-		sqlite3_bind_int64(st, 2, c->boot);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			g_warning("%s: %s", c->domain, sqlite3_errmsg(ha_store_db(c->store)));
-	}
-	g_message("%s: boot %s stream %016" PRIx64 ": disconnected without BYE after seq %"
-		  PRIu64, c->domain, c->boot_str, c->stream_id, c->expected - 1);
+	mark_disconnected(c);
 }

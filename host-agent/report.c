@@ -449,8 +449,12 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 				b);
 		lost_frames = scalar(s, "SELECT COALESCE(SUM(gap_frames), 0) FROM streams"
 				     " WHERE boot = ?", b);
-		overrun = scalar(s, "SELECT COALESCE(SUM(overrun + dropped_events), 0) FROM lost"
-				 " WHERE boot = ?", b);
+		/* Ring-buffer loss: the larger of what the pages flagged and what the
+		 * guest's per-CPU stats say (they count the same overwritten events). */
+		overrun = MAX(scalar(s, "SELECT COALESCE(SUM(overrun + dropped_events), 0)"
+				     " FROM lost WHERE boot = ?", b),
+			      scalar(s, "SELECT COALESCE(SUM(missed_events), 0) FROM streams"
+				     " WHERE boot = ?", b));
 		stacks = scalar(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", b) +
 			 scalar(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", b);
 		epochs = scalar(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", b);

@@ -29,6 +29,7 @@ static const char *const migrations[] = {
 	" malformed INTEGER NOT NULL DEFAULT 0, cur_epoch INTEGER,"
 	" dropped_frames INTEGER NOT NULL DEFAULT 0, dropped_bytes INTEGER NOT NULL DEFAULT 0,"
 	" orphan_stacks INTEGER NOT NULL DEFAULT 0, bad_pages INTEGER NOT NULL DEFAULT 0,"
+	" missed_events INTEGER NOT NULL DEFAULT 0, missed_uncounted INTEGER NOT NULL DEFAULT 0,"
 	" UNIQUE(boot, stream_id));"
 	"CREATE TABLE epochs(boot INTEGER NOT NULL, epoch INTEGER NOT NULL,"
 	" tag INTEGER NOT NULL, start_ts INTEGER NOT NULL, PRIMARY KEY(boot, epoch))"

@@ -35,6 +35,7 @@ struct _HaTep {
 	struct tep_format_field *f_ksize;
 	struct tep_format_field *f_kcaller;
 	uint64_t ips[HA_KSTACK_MAX];
+	long missed;
 	GHashTable *names;		/* int id -> "sys/name" (owned) */
 };
 
@@ -148,6 +149,11 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		t->f_kcaller = fc;
 	}
 	return true;
+}
+
+long ha_tep_missed(const HaTep *t)
+{
+	return t->missed;
 }
 
 const char *ha_tep_event_name(HaTep *t, int type)
@@ -328,6 +334,7 @@ long ha_tep_walk_page(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "kbuffer refused page");
 		return -1;
 	}
+	t->missed = kbuffer_missed_events(t->kbuf);
 	for (d = kbuffer_read_event(t->kbuf, &ts); d; d = kbuffer_next_event(t->kbuf, &ts)) {
 		HaEvent ev = { .ts = ts };
 		int sz = kbuffer_event_size(t->kbuf);

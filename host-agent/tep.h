@@ -77,6 +77,11 @@ bool ha_tep_ready(const HaTep *t);
 long ha_tep_walk_page(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
 		      void *user, GError **error);
 
+/* Events the guest's ring buffer lost before the page last walked (RB_MISSED_EVENTS
+ * with the count stored after the data): the count, -1 when lost but not counted,
+ * 0 when none. */
+long ha_tep_missed(const HaTep *t);
+
 /* The "system/name" of an event id, or NULL. Owned by @t. */
 const char *ha_tep_event_name(HaTep *t, int type);
 

@@ -57,6 +57,7 @@ typedef struct {
 	gint throttle_us;
 	gint window_mb;
 	gint64 gap_at;
+	gint missed;
 	gint gap;
 	char *boot_id;
 	gint64 stream_id;
@@ -99,6 +100,7 @@ typedef struct {
 	int epoch;
 	bool gen_done;
 	bool bye_queued;
+	bool missed_done;
 	uint64_t frames_sent;
 	uint64_t bytes_sent;
 	uint64_t resent;
@@ -287,6 +289,17 @@ static void flush_page(Guest *g, int cpu)
 	if (!p->nr_events)
 		return;
 	n = ringpage_finish(p);
+	if (g->o.missed && !g->missed_done && g->next_seq > 20 && n + 8 <= PAGE_SIZE) {
+		/* 6.1: RB_MISSED_EVENTS | RB_MISSED_STORED in commit (sign-extended on
+		 * 64-bit), the count as a long after the data; the agent sends it too. */
+		uint64_t commit = (uint64_t)(n - 16) | 0xffffffffc0000000ull;
+		uint64_t count = (uint64_t)g->o.missed;
+
+		memcpy(p->buf + 8, &commit, 8);
+		memcpy(p->buf + n, &count, 8);
+		n += 8;
+		g->missed_done = true;
+	}
 	buf = g_malloc(SMP_PAGE_FIXED + n);
 	hl = smp_page_encode(&(struct smp_page){ .cpu = (uint32_t)cpu, .data = p->buf,
 				.data_len = n }, buf, SMP_PAGE_FIXED + n);
@@ -856,6 +869,8 @@ int main(int argc, char **argv)
 		{ "throttle-us", 0, 0, G_OPTION_ARG_INT, &o->throttle_us, "Pause after each frame", "US" },
 		{ "gap-at", 0, 0, G_OPTION_ARG_INT64, &o->gap_at, "Skip --gap sequence numbers at this one", "SEQ" },
 		{ "gap", 0, 0, G_OPTION_ARG_INT, &o->gap, "How many (default 0)", "N" },
+		{ "missed", 0, 0, G_OPTION_ARG_INT, &o->missed,
+		  "Flag one page as having lost N events before it (RB_MISSED_*)", "N" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks", "MODE" },

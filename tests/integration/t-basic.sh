@@ -27,3 +27,15 @@ b=$(report boots --json --domain-name gap)
 [ "$(json_field "$b" lost_frames)" = 7 ] || fail "gap not counted: $b"
 compare_folded gap "$T/expect2"
 ok "a gap of 7 frames recorded as loss"
+
+# A page flagged by the guest's ring buffer as preceded by lost events (6.1
+# RB_MISSED_EVENTS | RB_MISSED_STORED, sign-extended, count after the data).
+start_daemon --listen "$T/sock3" --domain-name missed
+"$SYNTH_GUEST" --connect "$T/sock3" --events 20000 --seed 8 --missed 1234 \
+	--expect "$T/expect3" -q >/dev/null || fail "synth-guest with missed events"
+wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+stop_daemon
+b=$(report boots --json --domain-name missed)
+[ "$(json_field "$b" lost_events)" = 1234 ] || fail "missed events not counted: $b"
+compare_folded missed "$T/expect3"
+ok "1234 events lost in the guest's ring buffer counted"

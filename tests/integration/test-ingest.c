@@ -38,11 +38,11 @@ static bool send_frame(HaConn *c, uint8_t type, uint64_t seq, const void *p, siz
 	return ha_conn_process(c, error);
 }
 
-static bool send_hello(HaConn *c, GError **error)
+static bool send_hello_stream(HaConn *c, uint64_t stream_id, GError **error)
 {
 	uint8_t p[128];
 	struct smp_hello h = {
-		.stream_id = 42, .text_addr = 0xffffffff81000000ull, .nr_cpus = 2,
+		.stream_id = stream_id, .text_addr = 0xffffffff81000000ull, .nr_cpus = 2,
 		.page_size = 4096, .map_bits = 10, .max_depth = 64,
 		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
 	};
@@ -51,6 +51,11 @@ static bool send_hello(HaConn *c, GError **error)
 	memcpy(h.boot_id, boot_id, 16);
 	n = smp_hello_encode(&h, p, sizeof(p));
 	return send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
+}
+
+static bool send_hello(HaConn *c, GError **error)
+{
+	return send_hello_stream(c, 42, error);
 }
 
 /* The last WELCOME resume_seq or ACK value in the output (and consume it). */
@@ -139,13 +144,27 @@ int main(void)
 	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 7, "resume at 7 after reconnect");
 	CHECK(q1(s, "SELECT ended IS NULL FROM boots") == 1, "boot running again");
 
+	/* A later HELLO on the same connection starts a new session (here a new stream):
+	 * the open batch is committed and acknowledged first. */
+	CHECK(send_epoch(c, 7, 5, &e), "epoch 5 in an open batch");
+	CHECK(send_hello_stream(c, 43, &e), "a new stream's HELLO on the same connection");
+	CHECK(last_out(c, SMP_ACK) == 7, "the old session's batch acknowledged");
+	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 5") == 1, "and committed");
+	CHECK(q1(s, "SELECT COUNT(*) FROM streams") == 2, "second stream recorded");
+	CHECK(send_epoch(c, 1, 6, &e) && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 1,
+	      "the new stream starts at seq 1");
+	ha_conn_close(c);
+	ha_conn_free(c);
+	c = ha_conn_new(s, &lim, "t", "test");
+	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 8, "stream 42 resumes at 8");
+
 	/* Over the quota: rolled back, never acknowledged. */
 	ha_conn_close(c);
 	ha_conn_free(c);
 	lim.quota_bytes = 1;
 	c = ha_conn_new(s, &lim, "t", "test");
-	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 7, "resume at 7");
-	CHECK(send_epoch(c, 7, 4, &e), "epoch 4 applied in the batch");
+	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 8, "resume at 8");
+	CHECK(send_epoch(c, 8, 9, &e), "epoch 9 applied in the batch");
 	CHECK(!ha_conn_flush(c, &e) && e && strstr(e->message, "quota"), "quota: %s",
 	      e ? e->message : "committed");
 	g_clear_error(&e);
@@ -153,8 +172,9 @@ int main(void)
 	ha_conn_close(c);
 	CHECK(last_out(c, SMP_ACK) == 0, "nor when the connection closes");
 	ha_conn_free(c);
-	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 4") == 0 &&
-	      q1(s, "SELECT next_seq FROM streams") == 7, "the store is as before the batch");
+	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 9") == 0 &&
+	      q1(s, "SELECT next_seq FROM streams WHERE stream_id = 42") == 8,
+	      "the store is as before the batch");
 
 	ha_store_free(s);
 	{
