@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the epoch-tagged stack ids and stack_map_delta (issue 4).
+
+Usage: e2e_delta.py TEST [--workdir DIR] [--duration SEC] [--rounds N]
+
+Like tests/e2e/e2e.py (whose helpers this reuses), every test builds what it
+needs through guest-kernel/build-kernel and build-initramfs and boots the
+guest with guest-kernel/launch. The in-guest helper smdelta (smdelta.c here,
+linked statically with proto/delta.c) is appended to the initramfs as a
+second cpio archive (/usr/bin/smdelta): the kernel unpacks concatenated
+archives in order, so build-initramfs needs no change.
+
+Tests:
+  selftests  the seed's three stackmap .tc selftests and the new
+             stackmap-epoch.tc and stackmap-delta.tc pass under ftracetest
+  stress     scenario delta-stress: function tracer + func_stack_trace +
+             stackmap on 2 vCPUs, a reset loop, one delta reader; every
+             stack_id of trace_pipe was delivered by the delta reader for its
+             epoch, no entry twice (default --duration 120)
+  bench      (not an assertion) scenario delta-bench: events/s with and
+             without an active delta reader; prints the figures
+"""
+
+import argparse
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e'))
+
+import e2e  # noqa: E402  (tests/e2e/e2e.py, not modified)
+from e2e import TestFailure, check, log, build_kernel, build_initramfs, Run  # noqa: E402
+
+GK = os.path.join(ROOT, 'guest-kernel')
+PROTO = os.path.join(ROOT, 'proto')
+SELFTESTS = e2e.SEED_TESTS + ['test.d/ftrace/stackmap-epoch.tc',
+                              'test.d/ftrace/stackmap-delta.tc']
+
+
+def build_smdelta(workdir):
+    out = os.path.join(workdir, 'smdelta')
+    cmd = ['gcc', '-static', '-O2', '-Wall', '-Wextra', '-I', PROTO, '-o', out,
+           os.path.join(HERE, 'smdelta.c'), os.path.join(PROTO, 'delta.c')]
+    log('$ ' + ' '.join(cmd))
+    rc = subprocess.run(cmd, check=False).returncode
+    check(rc == 0, 'building smdelta failed')
+    return out
+
+
+def initramfs_with_smdelta(kout, workdir):
+    """build-initramfs's archive followed by a cpio holding /usr/bin/smdelta."""
+    base = build_initramfs(kout, workdir)
+    tool = build_smdelta(workdir)
+    out = os.path.join(workdir, 'initrd-delta-%s.cpio.gz' % os.path.basename(kout))
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, 'usr', 'bin'))
+        shutil.copy(tool, os.path.join(root, 'usr', 'bin', 'smdelta'))
+        os.chmod(os.path.join(root, 'usr', 'bin', 'smdelta'), 0o755)
+        cpio = subprocess.run(
+            'find usr | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet',
+            shell=True, cwd=root, stdout=subprocess.PIPE, check=False)
+        check(cpio.returncode == 0, 'cpio of smdelta failed')
+    with open(out, 'wb') as f:
+        with open(base, 'rb') as b:
+            shutil.copyfileobj(b, f)
+        f.write(gzip.compress(cpio.stdout, 1))
+    return out
+
+
+def boot(kout, workdir, scenario, append=(), timeout=1800, tag=None):
+    initrd = initramfs_with_smdelta(kout, workdir)
+    console = os.path.join(workdir, 'console-%s.log' % (tag or scenario))
+    cmd = [os.path.join(GK, 'launch'), '--kernel', os.path.join(kout, 'bzImage'),
+           '--initrd', initrd, '--scenario', scenario, '--console', console,
+           '--timeout', str(timeout), '--smp', '2']
+    for a in append:
+        cmd += ['--append', a]
+    log('$ ' + ' '.join(cmd))
+    run = Run(console, subprocess.run(cmd, check=False).returncode)
+    for m in run.markers():
+        if not m.startswith('FILE-'):
+            log('  guest: ' + m)
+    check(run.rc == 0, 'QEMU exited with %d (console: %s)' % (run.rc, console))
+    check(run.has('END %s rc=0' % scenario),
+          'scenario %s did not end with rc=0 (console: %s)' % (scenario, console))
+    check(not run.has('KERNEL-WARNINGS'),
+          'the guest kernel logged warnings (console: %s)' % console)
+    return run
+
+
+def marker(run, name):
+    """The key=value fields of the last "NAME k=v ..." marker."""
+    for m in reversed(run.markers()):
+        if m.startswith(name + ' '):
+            return dict(kv.split('=', 1) for kv in m.split()[1:] if '=' in kv)
+    raise TestFailure('the guest did not report %s' % name)
+
+
+# --- tests -------------------------------------------------------------------
+
+def t_selftests(workdir, args):
+    kout = build_kernel()
+    run = boot(kout, workdir, 'ftracetest',
+               append=['stackmap.tests=' + ','.join(SELFTESTS)], tag='delta-selftests')
+    check(run.has('FTRACETEST-DONE'), 'ftracetest did not finish')
+    res = e2e.ftracetest_results(run)
+    log('ftracetest: ' + e2e.summary(res))
+    for desc, r in sorted(res.items()):
+        log('  %-11s %s' % (r, desc))
+    check(len(res) == len(SELFTESTS),
+          'expected %d results, got %d' % (len(SELFTESTS), len(res)))
+    bad = {d: r for d, r in res.items() if r != 'PASS'}
+    check(not bad, 'selftests not passing: %s' % bad)
+
+
+def t_stress(workdir, args):
+    kout = build_kernel()
+    dur = args.duration or 120
+    run = boot(kout, workdir, 'delta-stress', append=['stackmap.duration=%d' % dur],
+               timeout=dur * 6 + 900)
+    check(run.has('STRESS-OK'), 'the stress scenario did not report STRESS-OK')
+    res = marker(run, 'STRESS-RESETS')
+    chk = marker(run, 'STRESS-CHECK')
+    rd = marker(run, 'DELTA-READER')
+    for k in ('duplicates', 'unresolved', 'bad_tags', 'epoch_gaps'):
+        check(chk[k] == '0', '%s = %s' % (k, chk[k]))
+    check(int(res['resets']) > 0, 'no reset')
+    check(int(chk['trace_ids_checked']) > 0, 'no stack_id in the trace')
+    check(int(chk['epochs']) == int(res['resets']) + 1,
+          'the reader saw %s epoch records for %s resets' % (chk['epochs'], res['resets']))
+    log('stress: %s resets in %s s (%s refused busy, %s refused nospc); '
+        'delta reader: %s entries in %s epochs, %s reads; '
+        'trace: %s stack_id events checked (%s distinct ids), %s unresolved, '
+        '%s duplicates' % (
+            res['resets'], res['seconds'], res['failed_busy'], res['failed_nospc'],
+            chk['entries_delivered'], chk['epochs'], rd['reads'],
+            chk['trace_ids_checked'], chk['distinct_trace_ids'], chk['unresolved'],
+            chk['duplicates']))
+
+
+BENCH = re.compile(r'BENCH mode=(\S+) events=(\d+) seconds=(\S+) events_per_s=(\d+)')
+
+
+def t_bench(workdir, args):
+    kout = build_kernel()
+    dur = args.duration or 10
+    rounds = args.rounds or 3
+    run = boot(kout, workdir, 'delta-bench',
+               append=['stackmap.duration=%d' % dur, 'stackmap.rounds=%d' % rounds],
+               timeout=(dur + 15) * rounds * 2 + 600)
+    check(run.has('BENCH-DONE'), 'the bench scenario did not finish')
+    rates = {}
+    for m in run.markers():
+        b = BENCH.match(m)
+        if b:
+            rates.setdefault(b.group(1), []).append(int(b.group(4)))
+    for mode in ('noreader', 'reader'):
+        check(rates.get(mode), 'no %s figures' % mode)
+        v = sorted(rates[mode])
+        log('bench: %-8s events/s per run %s, median %d' % (mode, v, v[len(v) // 2]))
+    a = sorted(rates['noreader'])[len(rates['noreader']) // 2]
+    b = sorted(rates['reader'])[len(rates['reader']) // 2]
+    log('bench: with an active reader the median is %.1f%% of the median without' %
+        (100.0 * b / a if a else 0))
+
+
+TESTS = {'selftests': t_selftests, 'stress': t_stress, 'bench': t_bench}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('test', choices=sorted(TESTS))
+    ap.add_argument('--workdir', default=os.environ.get('E2E_WORKDIR', 'e2e-delta-work'))
+    ap.add_argument('--duration', type=int, default=0)
+    ap.add_argument('--rounds', type=int, default=0)
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    try:
+        TESTS[args.test](os.path.abspath(args.workdir), args)
+    except TestFailure as e:
+        log('FAIL: %s' % e)
+        return 1
+    log('PASS: %s' % args.test)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
