@@ -880,6 +880,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	g_autofree char *uuid = NULL;
 	sqlite3_stmt *st;
 	uint64_t have = 0;
+	int64_t since = o->since_ns >= 0 ? o->since_ns : 0;
 	guint first;
 	Progress pr;
 
@@ -897,19 +898,38 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	syms = load_syms(s, boot, dw);
 	ha_syms_foreach(syms, add_symbol, tep);
 	pair = ha_pair_new(on_paired, &x);
-	/* Newest chunks until they hold enough events (twice: stack events count too),
-	 * plus one per CPU before them for pairing context, decoded oldest first. */
-	st = ha_store_stmt(s, "SELECT id, nr_events FROM chunks WHERE boot = ? AND nr_pages > 0"
-			   " AND ts_max >= ? AND ts_min <= ? ORDER BY ts_max DESC, id DESC", error);
+	/*
+	 * Which chunks: with a time range, every chunk that overlaps it. Otherwise the
+	 * newest chunks until they hold enough ring events (stack events count too),
+	 * which gives a time T (their oldest start) after which there are enough; then
+	 * every chunk of any CPU that reaches past T, so that no CPU's events after T are
+	 * missing from the merge. Decoded oldest first for the pairing.
+	 */
+	if (o->since_ns < 0 && o->until_ns < 0) {
+		int64_t t = INT64_MAX;
+
+		st = ha_store_stmt(s, "SELECT nr_events, ts_min FROM chunks WHERE boot = ? AND"
+				   " nr_pages > 0 ORDER BY ts_max DESC, id DESC", error);
+		if (!st)
+			return false;
+		sqlite3_bind_int64(st, 1, boot);
+		while (have < 2ull * want + 64 && sqlite3_step(st) == SQLITE_ROW) {
+			have += (uint64_t)sqlite3_column_int64(st, 0);
+			t = MIN(t, sqlite3_column_int64(st, 1));
+		}
+		sqlite3_reset(st);
+		since = t == INT64_MAX ? 0 : t;
+	}
+	st = ha_store_stmt(s, "SELECT id FROM chunks WHERE boot = ? AND nr_pages > 0 AND"
+			   " ts_max >= ? AND ts_min <= ? ORDER BY ts_max DESC, id DESC", error);
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, o->since_ns >= 0 ? o->since_ns : 0);
+	sqlite3_bind_int64(st, 2, since);
 	sqlite3_bind_int64(st, 3, o->until_ns >= 0 ? o->until_ns : INT64_MAX);
-	while (sqlite3_step(st) == SQLITE_ROW && have < 2ull * want + 64) {
+	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 
-		have += (uint64_t)sqlite3_column_int64(st, 1);
 		g_array_append_val(chunks, id);
 	}
 	sqlite3_reset(st);

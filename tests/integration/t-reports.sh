@@ -27,6 +27,14 @@ assert len(ev)==7, len(ev)
 assert all(e["event"].startswith("kmem/kmalloc") for e in ev)
 assert sorted(e["ts"] for e in ev)==[e["ts"] for e in ev]
 assert sum(1 for e in ev if e["stack"]["kind"] in ("stack_id","full")) >= 5' || fail "events --json"
+# the last 50 are the tail of the last 5000: no CPU's events missing from the merge
+report events -n 5000 --json --domain-name vm2 >"$T/ev5000" || fail "events -n 5000"
+report events -n 50 --json --domain-name vm2 >"$T/ev50" || fail "events -n 50"
+python3 -c '
+import json,sys
+a=json.load(open(sys.argv[1]))["events"]; b=json.load(open(sys.argv[2]))["events"]
+assert len(a)==5000 and [e["ts"] for e in a[-50:]]==[e["ts"] for e in b]' "$T/ev5000" "$T/ev50" ||
+	fail "last 50 events differ from the tail of the last 5000"
 # a time range: the events between two of the last 50, both included, and only those
 report events -n 50 --json --domain-name vm2 >"$T/ev50" || fail "events -n 50"
 range=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["events"]; print("%.9f %.9f" % (e[10]["ts"]/1e9, e[20]["ts"]/1e9))' "$T/ev50")
