@@ -50,6 +50,7 @@ typedef struct {
 	gint map_bits;
 	gint64 seed;
 	char *expect;
+	char *expect_events;
 	char *dump;
 	char *hostile;
 	gboolean no_bye;
@@ -95,6 +96,7 @@ typedef struct {
 	GByteArray *stacks_buf;		/* pending delta records */
 	GHashTable *published;		/* "e:k" -> 1 */
 	GHashTable *expected;		/* folded -> count */
+	GArray *truth;			/* EvTruth, with --expect-events */
 	uint64_t gen_events;
 	uint64_t gen_calls;
 	int epoch;
@@ -179,10 +181,21 @@ static char *folded_for(int e, int k)
 	return g_string_free(s, FALSE);
 }
 
-static void expect_add(Guest *g, char *key)
+typedef struct {
+	uint64_t ts;
+	char *folded;
+} EvTruth;
+
+/* Ground truth: @key (taken over) is the stack of the traced event at @ev_ts. */
+static void expect_add(Guest *g, char *key, uint64_t ev_ts)
 {
 	gpointer old = g_hash_table_lookup(g->expected, key);
 
+	if (g->o.expect_events) {
+		EvTruth t = { ev_ts, g_strdup(key) };
+
+		g_array_append_val(g->truth, t);
+	}
 	g_hash_table_replace(g->expected, key, GSIZE_TO_POINTER(GPOINTER_TO_SIZE(old) + 1));
 }
 
@@ -350,15 +363,15 @@ static void emit_kmalloc(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t 
 
 /* The stack event for stack k of the current epoch, and its ground truth. */
 static void emit_stack(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t preempt,
-		       int pid, int k)
+		       int pid, int k, uint64_t ev_ts)
 {
 	int e = g->epoch;
 
 	if (g->o.no_stacks) {
-		expect_add(g, g_strdup("[no stack]"));
+		expect_add(g, g_strdup("[no stack]"), ev_ts);
 		return;
 	}
-	expect_add(g, folded_for(e, k));
+	expect_add(g, folded_for(e, k), ev_ts);
 	if (stack_is_deep(k)) {
 		unsigned int d = stack_depth(e, k);
 		g_autofree uint8_t *buf = g_malloc0(16 + 8 * d);
@@ -426,15 +439,15 @@ static void gen_event(Guest *g)
 		int k2 = pick_stack(g);
 
 		emit_kmalloc(g, cpu, ts + 10, FLAG_HARDIRQ, 1, pid, stack_ip(g->epoch, k2, 0));
-		emit_stack(g, cpu, ts + 20, FLAG_HARDIRQ, 1, pid, k2);
+		emit_stack(g, cpu, ts + 20, FLAG_HARDIRQ, 1, pid, k2, ts + 10);
 		g->gen_events++;
 	} else if (i % 193 == 7) {
 		/* ... or an interrupt's event traced without a stack. */
 		emit_kmalloc(g, cpu, ts + 10, FLAG_HARDIRQ, 1, pid, stack_ip(g->epoch, k, 0));
-		expect_add(g, g_strdup("[no stack]"));
+		expect_add(g, g_strdup("[no stack]"), ts + 10);
 		g->gen_events++;
 	}
-	emit_stack(g, cpu, ts + 30, 0, 0, pid, k);
+	emit_stack(g, cpu, ts + 30, 0, 0, pid, k, ts);
 	g->clock = ts + 40;
 }
 
@@ -827,6 +840,30 @@ static bool hostile(Guest *g)
 
 /* ---- main --------------------------------------------------------------------- */
 
+static int truth_cmp(gconstpointer a, gconstpointer b)
+{
+	const EvTruth *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int write_truth(Guest *g)
+{
+	FILE *f = fopen(g->o.expect_events, "w");
+
+	if (!f) {
+		perror(g->o.expect_events);
+		return 1;
+	}
+	g_array_sort(g->truth, truth_cmp);
+	for (guint i = 0; i < g->truth->len; i++) {
+		EvTruth *t = &g_array_index(g->truth, EvTruth, i);
+
+		fprintf(f, "%" PRIu64 " %s\n", t->ts, t->folded);
+	}
+	return fclose(f) == 0 ? 0 : 1;
+}
+
 static int write_expect(Guest *g)
 {
 	FILE *f = fopen(g->o.expect, "w");
@@ -861,6 +898,8 @@ int main(int argc, char **argv)
 		{ "boot-id", 0, 0, G_OPTION_ARG_STRING, &o->boot_id, "32 hex digits", "HEX" },
 		{ "stream-id", 0, 0, G_OPTION_ARG_INT64, &o->stream_id, "Stream id", "N" },
 		{ "expect", 0, 0, G_OPTION_ARG_FILENAME, &o->expect, "Write the ground truth (folded)", "FILE" },
+		{ "expect-events", 0, 0, G_OPTION_ARG_FILENAME, &o->expect_events,
+		  "Write every traced event's \"ts folded\" in time order", "FILE" },
 		{ "no-bye", 0, 0, G_OPTION_ARG_NONE, &o->no_bye, "End without BYE (a crash)", NULL },
 		{ "no-deep", 0, 0, G_OPTION_ARG_NONE, &no_deep,
 		  "No stack deeper than the map keeps (no full kernel_stack events)", NULL },
@@ -916,6 +955,7 @@ int main(int argc, char **argv)
 	g.stacks_buf = g_byte_array_new();
 	g.published = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g.expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g.truth = g_array_new(FALSE, FALSE, sizeof(EvTruth));
 	g_queue_init(&g.window);
 	g_queue_init(&g.ready);
 	gen_preamble(&g);
@@ -971,6 +1011,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (o->expect && write_expect(&g))
+		return 1;
+	if (o->expect_events && write_truth(&g))
 		return 1;
 	if (!o->quiet)
 		g_printerr("synth-guest: %" PRIu64 " events, %" PRIu64 " frames (%" PRIu64
