@@ -159,6 +159,7 @@ HaStore *ha_store_open(const char *path, bool readonly, GError **error)
 		return g_steal_pointer(&s);
 	}
 	if (!ha_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+			   "PRAGMA journal_size_limit=67108864;"
 			   "PRAGMA foreign_keys=ON;", error) ||
 	    !migrate(s, error))
 		return NULL;
