@@ -1,0 +1,29 @@
+#!/bin/sh
+# The demo's guest scenario (run by /init as stackmap.scenario=demo). Tracing was set up
+# from boot on the kernel command line (slab events, stacktrace, stackmap), so the ring
+# buffer already holds everything since boot when the agent starts; the agent streams
+# it, a slab-heavy workload runs, and the guest crashes on purpose with sysrq-c.
+T=/sys/kernel/tracing
+seconds=20
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	stackmap.demo_seconds=*) seconds=${arg#stackmap.demo_seconds=} ;;
+	esac
+done
+say() { echo "STACKMAP-DEMO: $*"; }
+
+say "tracing since boot: options $(grep -c '^stackmap\|^stacktrace' $T/trace_options) of stackmap/stacktrace on, events: $(tr '\n' ' ' < $T/set_event)"
+/stackmap-guestd --exclude-self &
+sleep 2
+say "stackmap-guestd streaming; slab workload for ${seconds}s"
+end=$(($(date +%s) + seconds))
+while [ "$(date +%s)" -lt "$end" ]; do
+	ls -R /sys/class /proc/sys > /dev/null 2>&1
+	find /sys/devices -name uevent | head -n 200 | xargs cat > /dev/null 2>&1
+	dd if=/dev/zero of=/tmp/f bs=64k count=16 2> /dev/null
+	rm -f /tmp/f
+done
+say "map: $(tr '\n' ' ' < $T/stack_map_stat)"
+say "crashing the guest on purpose (sysrq-c)"
+sleep 1
+echo c > /proc/sysrq-trigger
