@@ -557,6 +557,7 @@ typedef struct {
 	uint64_t count;
 	uint64_t ts_min;
 	uint64_t ts_max;
+	gsize key;		/* hist key, filled before sorting */
 } Agg;
 
 static gsize hist_key(const HaHistEnt *e)
@@ -656,36 +657,62 @@ static void split_fn(const HaHistEnt *e, uint64_t lo, uint64_t hi, void *user)
 }
 
 /* Aggregate the stack histograms of @boot into @by_key. */
+static int agg_cmp(gconstpointer a, gconstpointer b)
+{
+	const Agg *x = *(Agg *const *)a, *y = *(Agg *const *)b;
+
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+/*
+ * Aggregate the stack histograms of @boot into @by_key. Stacks are resolved in
+ * decreasing order of their event count, and only the first @resolve_limit when no
+ * id had to be split by epoch (ids of different stacks never merge within a boot, so
+ * the order is final); *ret_total and *ret_distinct count everything.
+ */
 static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *syms,
-		    bool merge_symbolic, GError **error)
+		    bool merge_symbolic, guint resolve_limit, uint64_t *ret_total,
+		    guint *ret_distinct, GError **error)
 {
 	Collect x = {
 		.agg = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free),
 		.split = g_hash_table_new(g_direct_hash, g_direct_equal),
 		.s = s, .boot = boot, .by_key = by_key, .syms = syms, .merge = merge_symbolic,
 	};
+	g_autoptr(GPtrArray) order = g_ptr_array_new();
 	GHashTableIter it;
 	gpointer k, v;
 	bool ok = each_hist(s, boot, error, agg_fn, &x);
+	guint resolved = 0;
 
 	g_hash_table_iter_init(&it, x.agg);
-	while (ok && g_hash_table_iter_next(&it, &k, &v)) {
-		gsize key = GPOINTER_TO_SIZE(k);
-		Agg *a = v;
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		((Agg *)v)->key = GPOINTER_TO_SIZE(k);
+		*ret_total += ((Agg *)v)->count;
+		g_ptr_array_add(order, v);
+	}
+	*ret_distinct += order->len;
+	g_ptr_array_sort(order, agg_cmp);
+	for (guint i = 0; ok && i < order->len; i++) {
+		Agg *a = order->pdata[i];
+		gsize key = a->key;
 		HaHistEnt e = {
 			.kind = key == 0 ? HA_HIST_NONE : (key & 1) ? HA_HIST_FULL : HA_HIST_ID,
 			.id = key == 0 ? 0 : (key & 1) ? (int64_t)(key >> 1) : (int64_t)(key / 2 - 1),
 		};
 		Stack stk;
 
+		if (resolved >= resolve_limit && !g_hash_table_size(x.split))
+			break;
 		resolve_ent(s, boot, &e, a->ts_min, a->ts_max, &stk);
 		if (stk.kind == ST_UNRESOLVED && stk.why == WHY_SPAN) {
 			/* Epochs with this tag started while it was seen: per chunk. */
-			g_hash_table_add(x.split, k);
+			g_hash_table_add(x.split, GSIZE_TO_POINTER(key));
 			stack_clear(&stk);
 			continue;
 		}
 		add_entry(by_key, boot, &stk, a->count, syms, merge_symbolic);
+		resolved++;
 	}
 	if (ok && g_hash_table_size(x.split))
 		ok = each_hist(s, boot, error, split_fn, &x);
@@ -704,6 +731,7 @@ static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_f
 	GHashTable *syms_by_boot = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
 							 (GDestroyNotify)ha_syms_free);
 	uint64_t total = 0;
+	guint distinct = 0;
 	guint limit = as_folded ? G_MAXUINT : (o->limit ? o->limit : TOP_DEFAULT);
 	bool merge = as_folded || (ids && ids->len > 1);
 	bool ok = true;
@@ -717,7 +745,8 @@ static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_f
 		HaSyms *syms = load_syms(s, b, dw);
 
 		g_hash_table_insert(syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
-		ok = collect(s, b, by_key, syms, merge, error);
+		ok = collect(s, b, by_key, syms, merge, merge ? G_MAXUINT : limit, &total,
+			     &distinct, error);
 	}
 	if (!ok) {
 		g_hash_table_destroy(syms_by_boot);
@@ -733,13 +762,13 @@ static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_f
 			g_ptr_array_add(v, val);
 	}
 	g_ptr_array_sort(v, entry_cmp);
-	for (guint i = 0; i < v->len; i++)
-		total += ((Entry *)v->pdata[i])->count;
+	if (merge)
+		distinct = v->len;	/* after merging by symbolic stack */
 	if (o->json)
 		g_string_append_printf(out, "{\"events\":%" PRIu64 ",\"stacks\":[", total);
 	else if (!as_folded)
 		g_string_append_printf(out, "%" PRIu64 " events in %u distinct stacks (%s)\n",
-				       total, v->len, ids->len > 1 ? "all boots, merged by"
+				       total, distinct, ids->len > 1 ? "all boots, merged by"
 				       " symbolic stack" : "one boot");
 	for (guint i = 0; i < v->len && i < limit; i++) {
 		Entry *e = v->pdata[i];
