@@ -42,7 +42,8 @@ static const char *const migrations[] = {
 	"CREATE TABLE chunks(id INTEGER PRIMARY KEY, boot INTEGER NOT NULL,"
 	" cpu INTEGER NOT NULL, first_seq INTEGER, last_seq INTEGER, ts_min INTEGER,"
 	" ts_max INTEGER, nr_pages INTEGER, nr_events INTEGER, nr_traced INTEGER,"
-	" raw_bytes INTEGER, data BLOB NOT NULL, stacks BLOB);"
+	" raw_bytes INTEGER, stacks BLOB, data BLOB NOT NULL);"	/* data last: reading
+	 * the columns before it does not walk its overflow pages */
 	"CREATE INDEX chunks_boot_ts ON chunks(boot, ts_max);"
 	"CREATE TABLE texts(boot INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,"
 	" stream INTEGER NOT NULL, generation INTEGER NOT NULL, chunk INTEGER NOT NULL,"
