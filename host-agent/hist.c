@@ -33,27 +33,45 @@ static bool get_varint(const uint8_t *buf, size_t len, size_t *off, uint64_t *re
 	return false;
 }
 
+void ha_hist_init(GByteArray *out, bool ranges)
+{
+	uint8_t b = ranges ? 1 : 0;
+
+	g_byte_array_set_size(out, 0);
+	g_byte_array_append(out, &b, 1);
+}
+
 void ha_hist_put(GByteArray *out, const HaHistEnt *e, uint64_t base)
 {
+	bool ranges = out->len && out->data[0] == 1;
+
 	uint64_t key = e->kind == HA_HIST_NONE ? 0 :
 		       e->kind == HA_HIST_ID ? 2 * (uint64_t)e->id + 2 :
 					       2 * (uint64_t)e->id + 1;
 
 	put_varint(out, key);
 	put_varint(out, e->count);
-	put_varint(out, e->ts_min - base);
-	put_varint(out, e->ts_max - e->ts_min);
+	if (ranges) {
+		put_varint(out, e->ts_min - base);
+		put_varint(out, e->ts_max - e->ts_min);
+	}
 }
 
 int ha_hist_next(const uint8_t *buf, size_t len, size_t *off, uint64_t base,
-		 HaHistEnt *ret)
+		 uint64_t top, HaHistEnt *ret)
 {
-	uint64_t key, count, lo, span;
+	uint64_t key, count, lo = 0, span = top - base;
+	bool ranges;
 
+	if (len == 0 || buf[0] > 1)
+		return len == 0 ? 0 : -1;
+	ranges = buf[0] == 1;
+	if (*off == 0)
+		*off = 1;
 	if (*off >= len)
 		return 0;
 	if (!get_varint(buf, len, off, &key) || !get_varint(buf, len, off, &count) ||
-	    !get_varint(buf, len, off, &lo) || !get_varint(buf, len, off, &span) ||
+	    (ranges && (!get_varint(buf, len, off, &lo) || !get_varint(buf, len, off, &span))) ||
 	    key > (uint64_t)INT64_MAX)
 		return -1;
 	if (key == 0)

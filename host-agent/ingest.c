@@ -14,6 +14,7 @@
 #include "tep.h"
 
 #define FULLSTACK_CACHE_MAX (16u << 20)	/* bytes of ips cached per connection */
+#define HA_HIST_RANGES_FROM_EPOCH 1024	/* of 2048 tags */
 #define HA_MAX_FORMATS	4096u		/* FORMAT frames per connection (libtraceevent
 					 * keeps every event format it parsed) */
 #define LOG_FIRST_N	10u		/* malformed frames logged per connection ... */
@@ -80,7 +81,7 @@ void ha_limits_default(HaLimits *l)
 		.max_payload = SMP_MAX_PAYLOAD,
 		.max_malformed = 1000,
 		.max_hellos = 16,
-		.batch_bytes = 8u << 20,
+		.batch_bytes = 4u << 20,	/* a quarter of the guest agent's window */
 		.batch_frames = 16384,
 		.zstd_level = 3,
 	};
@@ -315,7 +316,16 @@ static void on_paired(const HaPaired *p, void *user)
 	gsize key = 0;	/* no stack (hist.h) */
 
 	if (p->stack == HA_STACK_ID) {
-		key = 2 * (gsize)p->stack_id + 2;
+		/* Keep ids of epochs 2048 apart (same tag) in separate entries: the
+		 * generation of the newest epoch with this tag the stream has reached
+		 * (EPOCH records may trail their pages a little: margin). A wrong estimate
+		 * only merges their time ranges, which then resolve as unresolved. */
+		uint64_t tag = smp_id_tag(p->stack_id), gen = 0;
+		int64_t reach = c->cur_epoch + 64;
+
+		if (reach >= (int64_t)tag)
+			gen = ((uint64_t)reach - tag) >> SMP_ID_TAG_BITS;
+		key = 2 * (gsize)((gen << 31) | p->stack_id) + 2;
 	} else if (p->stack == HA_STACK_FULL) {
 		int64_t id = fullstack_id(c, p->ips, p->nr_ips);
 
@@ -358,6 +368,9 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	if (!z)
 		return false;
 	zdata = g_bytes_get_data(z, &zlen);
+	/* Per-stack time ranges only once the epoch tag may have wrapped (hist.h); an
+	 * EPOCH record can trail the pages of its epoch by a little, hence the margin. */
+	ha_hist_init(hist, c->cur_epoch >= HA_HIST_RANGES_FROM_EPOCH);
 	g_hash_table_iter_init(&it, b->hist);
 	while (g_hash_table_iter_next(&it, &k, &v))
 		ha_hist_put(hist, v, b->ts_min);

@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 		{ "max-malformed", 0, 0, G_OPTION_ARG_INT, &max_malformed,
 		  "Malformed frames per connection before hanging up (default 1000)", "N" },
 		{ "batch-mb", 0, 0, G_OPTION_ARG_INT, &batch_mb,
-		  "Commit a batch at this many MiB of frames (default 8)", "MB" },
+		  "Commit a batch at this many MiB of frames (default 4)", "MB" },
 		{ "boot", 0, 0, G_OPTION_ARG_STRING, &boot,
 		  "report: boot number, boot_id prefix or 'all' (default: latest)", "BOOT" },
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "report: JSON output", NULL },

@@ -573,7 +573,7 @@ static void resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, uint64_t t
 	if (e->kind == HA_HIST_NONE)
 		ret->kind = ST_NONE;
 	else if (e->kind == HA_HIST_ID)
-		resolve_map(s, boot, (uint32_t)e->id, ts_min, ts_max, ret);
+		resolve_map(s, boot, (uint32_t)(e->id & 0x7fffffff), ts_min, ts_max, ret);
 	else
 		resolve_full(s, e->id, ret);
 }
@@ -597,7 +597,7 @@ static bool each_hist(HaStore *s, int64_t boot, GError **error,
 	if (sqlite3_step(st) == SQLITE_ROW)
 		total = (uint64_t)sqlite3_column_int64(st, 0);
 	sqlite3_reset(st);
-	st = ha_store_stmt(s, "SELECT ts_min, stacks FROM chunks WHERE boot = ? AND"
+	st = ha_store_stmt(s, "SELECT ts_min, ts_max, stacks FROM chunks WHERE boot = ? AND"
 			   " stacks IS NOT NULL", error);
 	if (!st)
 		return false;
@@ -605,11 +605,12 @@ static bool each_hist(HaStore *s, int64_t boot, GError **error,
 	sqlite3_bind_int64(st, 1, boot);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		uint64_t lo = (uint64_t)sqlite3_column_int64(st, 0);
-		const uint8_t *b = sqlite3_column_blob(st, 1);
-		size_t len = (size_t)sqlite3_column_bytes(st, 1), off = 0;
+		uint64_t hi = (uint64_t)sqlite3_column_int64(st, 1);
+		const uint8_t *b = sqlite3_column_blob(st, 2);
+		size_t len = (size_t)sqlite3_column_bytes(st, 2), off = 0;
 		HaHistEnt e;
 
-		while (ha_hist_next(b, len, &off, lo, &e) == 1)
+		while (ha_hist_next(b, len, &off, lo, MAX(hi, lo), &e) == 1)
 			fn(&e, e.ts_min, e.ts_max, user);
 		progress_tick(&pr, ++done, total);
 	}
