@@ -1,21 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hist.h - a chunk's stack histogram: how many of the traced events finished in that
- * chunk had which stack. Stored as one BLOB per chunk (chunks.stacks) so that `report
- * top` never decodes pages and the histogram costs a few bytes per distinct stack per
- * chunk, not a row.
+ * hist.h - how many traced events had which stack, per boot (store table
+ * stack_counts), and the keys that name a stack there.
  *
- * Each entry also carries the time range of its events, which resolution needs: a
- * stack_id resolves through the epoch in effect at its events' time (report.h).
+ * The ingest adds each committed batch's counts to the boot's rows (count, and the
+ * time range of those events, which resolution needs: a stack_id resolves through
+ * the epoch in effect at its events' time, report.h). `report top` reads these rows
+ * and never decodes pages.
  *
- * The time ranges matter only once the 11-bit epoch tag can have wrapped (more than
- * 2048 epochs in the boot); before that the chunk's own range stands in for them.
- *
- * Encoding: one byte, 1 when entries carry time ranges, 0 when not; then per entry the
- * LEB128 varints key, count, and with ranges ts_min - base, ts_max - ts_min (base:
- * the chunk's ts_min). key 0: no stack; key 2*(gen << 31 | id) + 2: the map stack_id
- * `id` in tag generation `gen` (epoch >> 11 as the ingest estimated it, so that ids of
- * epochs 2048 apart stay apart); key 2*n + 1: fullstacks row n.
+ * Key: 0 no stack; 2*(gen << 31 | id) + 2 the map stack_id `id` in tag generation
+ * `gen` (epoch >> 11 as the ingest estimated it, so that ids of epochs 2048 apart,
+ * which share a tag, keep separate rows and time ranges); 2*n + 1 fullstacks row n.
  */
 #ifndef HA_HIST_H
 #define HA_HIST_H
@@ -38,16 +33,17 @@ typedef struct {
 	uint64_t ts_max;
 } HaHistEnt;
 
-/* Start an empty histogram in @out; @ranges: its entries carry time ranges. */
-void ha_hist_init(GByteArray *out, bool ranges);
+static inline uint64_t ha_hist_key(const HaHistEnt *e)
+{
+	return e->kind == HA_HIST_NONE ? 0 :
+	       e->kind == HA_HIST_ID ? 2 * (uint64_t)e->id + 2 : 2 * (uint64_t)e->id + 1;
+}
 
-/* Append one entry to @out (after ha_hist_init()); @base <= e->ts_min <= e->ts_max. */
-void ha_hist_put(GByteArray *out, const HaHistEnt *e, uint64_t base);
-
-/* Decode the entry at *off (0 for the first): 1 and advance, 0 at the end, -1 when
- * malformed. [@base, @top] is the chunk's time range, the entries' when they have
- * none of their own. */
-int ha_hist_next(const uint8_t *buf, size_t len, size_t *off, uint64_t base,
-		 uint64_t top, HaHistEnt *ret);
+/* Kind and id of @key (count and times left untouched). */
+static inline void ha_hist_from_key(uint64_t key, HaHistEnt *ret)
+{
+	ret->kind = key == 0 ? HA_HIST_NONE : (key & 1) ? HA_HIST_FULL : HA_HIST_ID;
+	ret->id = key == 0 ? 0 : (key & 1) ? (int64_t)(key >> 1) : (int64_t)(key / 2 - 1);
+}
 
 #endif /* HA_HIST_H */

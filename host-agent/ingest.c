@@ -14,7 +14,6 @@
 #include "tep.h"
 
 #define FULLSTACK_CACHE_MAX (16u << 20)	/* bytes of ips cached per connection */
-#define HA_HIST_RANGES_FROM_EPOCH 1024	/* of 2048 tags */
 #define HA_MAX_FORMATS	4096u		/* FORMAT frames per connection (libtraceevent
 					 * keeps every event format it parsed) */
 #define LOG_FIRST_N	10u		/* malformed frames logged per connection ... */
@@ -29,7 +28,7 @@ typedef struct {
 	uint32_t pages;
 	uint32_t events;
 	uint64_t traced;
-	GHashTable *hist;	/* hist.h key (gsize) -> HaHistEnt (count, time range) */
+	GHashTable *hist;	/* hist.h key -> HaHistEnt (count, time range) */
 } CpuBatch;
 
 struct _HaConn {
@@ -250,8 +249,7 @@ static void hist_add(CpuBatch *b, gsize key, uint64_t ts)
 
 	if (!e) {
 		e = g_new0(HaHistEnt, 1);
-		e->kind = key == 0 ? HA_HIST_NONE : (key & 1) ? HA_HIST_FULL : HA_HIST_ID;
-		e->id = key == 0 ? 0 : (key & 1) ? (int64_t)(key >> 1) : (int64_t)(key / 2 - 1);
+		ha_hist_from_key(key, e);
 		e->ts_min = ts;
 		e->ts_max = ts;
 		g_hash_table_insert(b->hist, k, e);
@@ -355,7 +353,6 @@ static void on_event(const HaEvent *ev, void *user)
 static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 {
 	g_autoptr(GBytes) z = NULL;
-	g_autoptr(GByteArray) hist = g_byte_array_new();
 	sqlite3_stmt *st;
 	GHashTableIter it;
 	gpointer k, v;
@@ -368,15 +365,26 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	if (!z)
 		return false;
 	zdata = g_bytes_get_data(z, &zlen);
-	/* Per-stack time ranges only once the epoch tag may have wrapped (hist.h); an
-	 * EPOCH record can trail the pages of its epoch by a little, hence the margin. */
-	ha_hist_init(hist, c->cur_epoch >= HA_HIST_RANGES_FROM_EPOCH);
 	g_hash_table_iter_init(&it, b->hist);
-	while (g_hash_table_iter_next(&it, &k, &v))
-		ha_hist_put(hist, v, b->ts_min);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		HaHistEnt *e = v;
+
+		st = STMT(c, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
+			  " VALUES(?,?,?,?,?) ON CONFLICT(boot, key) DO UPDATE SET"
+			  " count = count + excluded.count,"
+			  " ts_min = MIN(ts_min, excluded.ts_min),"
+			  " ts_max = MAX(ts_max, excluded.ts_max)", error);
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, (int64_t)ha_hist_key(e));
+		sqlite3_bind_int64(st, 3, (int64_t)e->count);
+		sqlite3_bind_int64(st, 4, (int64_t)e->ts_min);
+		sqlite3_bind_int64(st, 5, (int64_t)e->ts_max);
+		if (!step_done(c, st, error, "count stacks"))
+			return false;
+	}
 	st = STMT(c, "INSERT INTO chunks(boot, cpu, first_seq, last_seq, ts_min, ts_max,"
-		  " nr_pages, nr_events, nr_traced, raw_bytes, data, stacks)"
-		  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", error);
+		  " nr_pages, nr_events, nr_traced, raw_bytes, data)"
+		  " VALUES(?,?,?,?,?,?,?,?,?,?,?)", error);
 	sqlite3_bind_int64(st, 1, c->boot);
 	sqlite3_bind_int64(st, 2, cpu);
 	if (b->pages) {
@@ -392,7 +400,6 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	sqlite3_bind_int64(st, 9, (int64_t)b->traced);
 	sqlite3_bind_int64(st, 10, b->packed->len);
 	sqlite3_bind_blob(st, 11, zdata, (int)zlen, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 12, hist->data, (int)hist->len, SQLITE_STATIC);
 	if (!step_done(c, st, error, "insert chunk"))
 		return false;
 	return true;

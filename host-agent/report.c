@@ -553,173 +553,62 @@ static void add_entry(GHashTable *by_key, int64_t boot, Stack *st, uint64_t coun
 	g_hash_table_insert(by_key, e->key, e);
 }
 
-typedef struct {
-	uint64_t count;
-	uint64_t ts_min;
-	uint64_t ts_max;
-	gsize key;		/* hist key, filled before sorting */
-} Agg;
-
-static gsize hist_key(const HaHistEnt *e)
-{
-	return e->kind == HA_HIST_NONE ? 0 : e->kind == HA_HIST_ID ? 2 * (gsize)e->id + 2 :
-	       2 * (gsize)e->id + 1;
-}
-
-static void resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, uint64_t ts_min,
-			uint64_t ts_max, Stack *ret)
+static void resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, Stack *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	if (e->kind == HA_HIST_NONE)
 		ret->kind = ST_NONE;
 	else if (e->kind == HA_HIST_ID)
-		resolve_map(s, boot, (uint32_t)(e->id & 0x7fffffff), ts_min, ts_max, ret);
+		resolve_map(s, boot, (uint32_t)(e->id & 0x7fffffff), e->ts_min, e->ts_max, ret);
 	else
 		resolve_full(s, e->id, ret);
 }
 
-/*
- * Call @fn for every histogram entry of @boot's chunks, with the chunk's time range.
- * Returns false with @error on a store error.
- */
-static bool each_hist(HaStore *s, int64_t boot, GError **error,
-		      void (*fn)(const HaHistEnt *e, uint64_t ts_min, uint64_t ts_max,
-				 void *user), void *user)
+static int ent_cmp(gconstpointer a, gconstpointer b)
 {
-	sqlite3_stmt *st;
-	Progress pr;
-	uint64_t total = 0, done = 0;
-
-	st = ha_store_stmt(s, "SELECT COUNT(*) FROM chunks WHERE boot = ?", error);
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		total = (uint64_t)sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	st = ha_store_stmt(s, "SELECT ts_min, ts_max, stacks FROM chunks WHERE boot = ? AND"
-			   " stacks IS NOT NULL", error);
-	if (!st)
-		return false;
-	progress_init(&pr, "reading stack histograms");
-	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		uint64_t lo = (uint64_t)sqlite3_column_int64(st, 0);
-		uint64_t hi = (uint64_t)sqlite3_column_int64(st, 1);
-		const uint8_t *b = sqlite3_column_blob(st, 2);
-		size_t len = (size_t)sqlite3_column_bytes(st, 2), off = 0;
-		HaHistEnt e;
-
-		while (ha_hist_next(b, len, &off, lo, MAX(hi, lo), &e) == 1)
-			fn(&e, e.ts_min, e.ts_max, user);
-		progress_tick(&pr, ++done, total);
-	}
-	sqlite3_reset(st);
-	progress_end(&pr);
-	return true;
-}
-
-typedef struct {
-	GHashTable *agg;	/* hist key -> Agg */
-	GHashTable *split;	/* hist keys to resolve chunk by chunk */
-	HaStore *s;
-	int64_t boot;
-	GHashTable *by_key;
-	const HaSyms *syms;
-	bool merge;
-} Collect;
-
-static void agg_fn(const HaHistEnt *e, uint64_t lo, uint64_t hi, void *user)
-{
-	Collect *x = user;
-	gpointer k = GSIZE_TO_POINTER(hist_key(e));
-	Agg *a = g_hash_table_lookup(x->agg, k);
-
-	if (!a) {
-		a = g_new0(Agg, 1);
-		a->ts_min = lo;
-		a->ts_max = hi;
-		g_hash_table_insert(x->agg, k, a);
-	}
-	a->count += e->count;
-	a->ts_min = MIN(a->ts_min, lo);
-	a->ts_max = MAX(a->ts_max, hi);
-}
-
-static void split_fn(const HaHistEnt *e, uint64_t lo, uint64_t hi, void *user)
-{
-	Collect *x = user;
-	Stack stk;
-
-	if (!g_hash_table_contains(x->split, GSIZE_TO_POINTER(hist_key(e))))
-		return;
-	resolve_ent(x->s, x->boot, e, lo, hi, &stk);
-	add_entry(x->by_key, x->boot, &stk, e->count, x->syms, x->merge);
-}
-
-/* Aggregate the stack histograms of @boot into @by_key. */
-static int agg_cmp(gconstpointer a, gconstpointer b)
-{
-	const Agg *x = *(Agg *const *)a, *y = *(Agg *const *)b;
+	const HaHistEnt *x = a, *y = b;
 
 	return x->count > y->count ? -1 : x->count < y->count;
 }
 
 /*
- * Aggregate the stack histograms of @boot into @by_key. Stacks are resolved in
- * decreasing order of their event count, and only the first @resolve_limit when no
- * id had to be split by epoch (ids of different stacks never merge within a boot, so
- * the order is final); *ret_total and *ret_distinct count everything.
+ * Add the stack counts of @boot to @by_key, resolved in decreasing order of their
+ * event count, only the first @resolve_limit (ids of different stacks never merge
+ * within a boot, so that order is final); *ret_total and *ret_distinct count all.
  */
 static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *syms,
 		    bool merge_symbolic, guint resolve_limit, uint64_t *ret_total,
 		    guint *ret_distinct, GError **error)
 {
-	Collect x = {
-		.agg = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free),
-		.split = g_hash_table_new(g_direct_hash, g_direct_equal),
-		.s = s, .boot = boot, .by_key = by_key, .syms = syms, .merge = merge_symbolic,
-	};
-	g_autoptr(GPtrArray) order = g_ptr_array_new();
-	GHashTableIter it;
-	gpointer k, v;
-	bool ok = each_hist(s, boot, error, agg_fn, &x);
-	guint resolved = 0;
+	g_autoptr(GArray) ents = g_array_new(FALSE, FALSE, sizeof(HaHistEnt));
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT key, count, ts_min, ts_max FROM"
+					 " stack_counts WHERE boot = ?", error);
 
-	g_hash_table_iter_init(&it, x.agg);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		((Agg *)v)->key = GPOINTER_TO_SIZE(k);
-		*ret_total += ((Agg *)v)->count;
-		g_ptr_array_add(order, v);
-	}
-	*ret_distinct += order->len;
-	g_ptr_array_sort(order, agg_cmp);
-	for (guint i = 0; ok && i < order->len; i++) {
-		Agg *a = order->pdata[i];
-		gsize key = a->key;
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
 		HaHistEnt e = {
-			.kind = key == 0 ? HA_HIST_NONE : (key & 1) ? HA_HIST_FULL : HA_HIST_ID,
-			.id = key == 0 ? 0 : (key & 1) ? (int64_t)(key >> 1) : (int64_t)(key / 2 - 1),
+			.count = (uint64_t)sqlite3_column_int64(st, 1),
+			.ts_min = (uint64_t)sqlite3_column_int64(st, 2),
+			.ts_max = (uint64_t)sqlite3_column_int64(st, 3),
 		};
+
+		ha_hist_from_key((uint64_t)sqlite3_column_int64(st, 0), &e);
+		*ret_total += e.count;
+		g_array_append_val(ents, e);
+	}
+	sqlite3_reset(st);
+	*ret_distinct += ents->len;
+	g_array_sort(ents, ent_cmp);
+	for (guint i = 0; i < ents->len && i < resolve_limit; i++) {
+		HaHistEnt *e = &g_array_index(ents, HaHistEnt, i);
 		Stack stk;
 
-		if (resolved >= resolve_limit && !g_hash_table_size(x.split))
-			break;
-		resolve_ent(s, boot, &e, a->ts_min, a->ts_max, &stk);
-		if (stk.kind == ST_UNRESOLVED && stk.why == WHY_SPAN) {
-			/* Epochs with this tag started while it was seen: per chunk. */
-			g_hash_table_add(x.split, GSIZE_TO_POINTER(key));
-			stack_clear(&stk);
-			continue;
-		}
-		add_entry(by_key, boot, &stk, a->count, syms, merge_symbolic);
-		resolved++;
+		resolve_ent(s, boot, e, &stk);
+		add_entry(by_key, boot, &stk, e->count, syms, merge_symbolic);
 	}
-	if (ok && g_hash_table_size(x.split))
-		ok = each_hist(s, boot, error, split_fn, &x);
-	g_hash_table_destroy(x.agg);
-	g_hash_table_destroy(x.split);
-	return ok;
+	return true;
 }
 
 static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,

@@ -42,8 +42,10 @@ static const char *const migrations[] = {
 	"CREATE TABLE chunks(id INTEGER PRIMARY KEY, boot INTEGER NOT NULL,"
 	" cpu INTEGER NOT NULL, first_seq INTEGER, last_seq INTEGER, ts_min INTEGER,"
 	" ts_max INTEGER, nr_pages INTEGER, nr_events INTEGER, nr_traced INTEGER,"
-	" raw_bytes INTEGER, stacks BLOB, data BLOB NOT NULL);"	/* data last: reading
-	 * the columns before it does not walk its overflow pages */
+	" raw_bytes INTEGER, data BLOB NOT NULL);"
+	"CREATE TABLE stack_counts(boot INTEGER NOT NULL, key INTEGER NOT NULL,"
+	" count INTEGER NOT NULL, ts_min INTEGER NOT NULL, ts_max INTEGER NOT NULL,"
+	" PRIMARY KEY(boot, key)) WITHOUT ROWID;"
 	"CREATE INDEX chunks_boot_ts ON chunks(boot, ts_max);"
 	"CREATE TABLE texts(boot INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,"
 	" stream INTEGER NOT NULL, generation INTEGER NOT NULL, chunk INTEGER NOT NULL,"

@@ -16,8 +16,8 @@
  *   stacks       (boot, epoch, stack_id) -> depth, ips (little-endian u64s)
  *   fullstacks   inline stacks from ftrace/kernel_stack events, deduplicated per boot
  *   chunks       raw PAGE payloads of one CPU, zstd-compressed, with first/last seq,
- *                trace-clock range, page and ring-event counts, and the stack
- *                histogram of the traced events finished in it (hist.h)
+ *                trace-clock range, page, ring-event and traced-event counts
+ *   stack_counts per boot and stack key (hist.h): traced events and their time range
  *   texts        FORMAT texts per boot (by name, the latest wins), KSYMS and
  *                MODULES snapshots per stream and generation
  *   lost         latest per-CPU LOST counters per stream
