@@ -4,6 +4,8 @@
 # active delta reader, alternating. stackmap.duration=SEC per measurement
 # (default 10), stackmap.rounds=N (default 3). Prints
 # "STACKMAP-E2E: BENCH mode=... events=... seconds=... events_per_s=...".
+# On a kernel without stack_map_delta (the seed's series, for comparison)
+# only mode=noreader runs.
 . /scenarios/delta-lib.sh
 dur=$(param duration 10)
 rounds=$(param rounds 3)
@@ -45,7 +47,7 @@ measure() {
 i=0
 while [ $i -lt "$rounds" ]; do
 	measure noreader
-	measure reader
+	[ -e $T/stack_map_delta ] && measure reader
 	i=$((i + 1))
 done
 echo nop > $T/current_tracer

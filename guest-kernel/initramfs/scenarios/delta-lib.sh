@@ -4,7 +4,6 @@
 . /scenarios/lib.sh
 
 command -v smdelta > /dev/null || fail "no smdelta in the initramfs (see tests/e2e-delta)"
-[ -e $T/stack_map_delta ] || fail "the kernel has no stack_map_delta"
 
 # Functions whose every call records a stack (func_stack_trace): called
 # from many paths, so the map keeps getting new stacks after each reset.

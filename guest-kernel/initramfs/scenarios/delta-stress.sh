@@ -5,6 +5,7 @@
 # stackmap.duration=SEC (default 120) is the length of the reset loop.
 . /scenarios/delta-lib.sh
 dur=$(param duration 120)
+[ -e $T/stack_map_delta ] || fail "the kernel has no stack_map_delta"
 
 delta_trace_setup 4096
 rm -f /tmp/stop /tmp/stopwork /tmp/stopreset
