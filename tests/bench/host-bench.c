@@ -288,24 +288,26 @@ static double run_variant(const char *title, const char *name, const char *opt1,
 	db = g_strdup_printf("%s/%s.db", state, domain);
 	{
 		sqlite3 *h;
-		int64_t pages, data, stacks, hist, total;
+		int64_t pages, data, stacks, counts, total;
 
 		sqlite3_open(db, &h);
 		sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 		pages = q1(h, "SELECT SUM(raw_bytes) FROM chunks");
 		data = q1(h, "SELECT SUM(length(data)) FROM chunks");
-		hist = q1(h, "SELECT SUM(length(stacks)) FROM chunks");
-		stacks = q1(h, "SELECT COALESCE(SUM(length(ips)), 0) FROM stacks") +
-			 q1(h, "SELECT COALESCE(SUM(length(ips)), 0) FROM fullstacks");
+		/* pages on disk of the tables (dbstat): rows, indexes and slack included */
+		counts = q1(h, "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name ="
+			    " 'stack_counts'");
+		stacks = q1(h, "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN"
+			    " ('stacks', 'fullstacks', 'sqlite_autoindex_fullstacks_1')");
 		sqlite3_close(h);
 		stat(db, &sb);
 		total = sb.st_size;
 		per_event = (double)total / (double)nevents;
 		printf("  stored: %.2f B/event in the database file (%.1f MB); zstd pages %.2f"
-		       " B/event (raw %.1f B/event, %.1fx), stack histograms %.3f B/event, stack"
+		       " B/event (raw %.1f B/event, %.1fx), stack counts %.3f B/event, stack"
 		       " texts %.3f B/event\n", per_event, (double)total / 1e6,
 		       (double)data / (double)nevents, (double)pages / (double)nevents,
-		       (double)pages / (double)MAX(data, 1), (double)hist / (double)nevents,
+		       (double)pages / (double)MAX(data, 1), (double)counts / (double)nevents,
 		       (double)stacks / (double)nevents);
 	}
 	return per_event;
