@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "config.h"
+#include "qmp.h"
 #include "report.h"
 #include "source.h"
 #include "store.h"
@@ -24,6 +26,13 @@
 #ifndef HA_VERSION
 #define HA_VERSION "unknown"
 #endif
+
+/* Where the stream and the crash news come from, besides --socket/--listen. */
+typedef struct {
+	char *qmp;	/* --qmp PATH: QEMU's QMP socket, for GUEST_PANICKED */
+	char *domain;	/* --domain NAME: a libvirt domain */
+	char *uri;	/* --connect URI: libvirt connection (default: libvirt's) */
+} HaWatch;
 
 static gboolean on_signal(gpointer loop)
 {
@@ -33,11 +42,15 @@ static gboolean on_signal(gpointer loop)
 }
 
 /* Run the daemon on @db until a signal; the caller holds the domain's lock. */
-static int serve(HaConfig *cfg, const char *db)
+static int serve(HaConfig *cfg, const HaWatch *w, const char *db)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
 	g_autoptr(HaSource) src = NULL;
+	g_autoptr(HaQmp) qmp = NULL;
+#ifdef HA_HAVE_LIBVIRT
+	g_autoptr(HaLvSource) lvsrc = NULL;
+#endif
 	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
 	HaLimits lim;
 
@@ -47,31 +60,63 @@ static int serve(HaConfig *cfg, const char *db)
 		return 1;
 	}
 	ha_config_limits(cfg, &lim);
-	src = ha_source_new_socket(cfg->socket ? cfg->socket : cfg->listen, !!cfg->listen,
-				   store, &lim, cfg->domain, &e);
-	if (!src || !ha_source_start(src, &e)) {
-		g_printerr("host-agent: %s\n", e->message);
-		return 1;
+#ifdef HA_HAVE_LIBVIRT
+	if (w->domain) {
+		lvsrc = ha_lv_source_new(w->uri, w->domain, store, &lim, cfg->domain);
+		if (!ha_lv_source_start(lvsrc, &e)) {
+			g_printerr("host-agent: %s\n", e->message);
+			return 1;
+		}
+	} else
+#endif
+	{
+		src = ha_source_new_socket(cfg->socket ? cfg->socket : cfg->listen,
+					   !!cfg->listen, store, &lim, cfg->domain, &e);
+		if (!src || !ha_source_start(src, &e)) {
+			g_printerr("host-agent: %s\n", e->message);
+			return 1;
+		}
+	}
+	if (w->qmp) {
+		qmp = ha_qmp_new(w->qmp, store, cfg->domain);
+		ha_qmp_start(qmp);
 	}
 	g_message("domain %s: storing into %s%s", cfg->domain, db,
 		  lim.quota_bytes ? " (quota set)" : "");
 	g_unix_signal_add(SIGTERM, on_signal, loop);
 	g_unix_signal_add(SIGINT, on_signal, loop);
 	g_main_loop_run(loop);
+	g_clear_pointer(&qmp, ha_qmp_free);
 	g_clear_pointer(&src, ha_source_free);	/* records how the stream ended */
+#ifdef HA_HAVE_LIBVIRT
+	g_clear_pointer(&lvsrc, ha_lv_source_free);
+#endif
 	return 0;
 }
 
-static int run_daemon(HaConfig *cfg)
+static int run_daemon(HaConfig *cfg, const HaWatch *w)
 {
 	g_autofree char *db = NULL;
 	g_autofree char *lock = NULL;
 	int lock_fd, rc;
 
-	if (!!cfg->socket == !!cfg->listen) {
-		g_printerr("host-agent: give exactly one of --socket PATH or --listen PATH\n");
+	if (!!cfg->socket + !!cfg->listen + !!w->domain != 1) {
+		g_printerr("host-agent: give exactly one of --socket PATH, --listen PATH or"
+			   " --domain NAME\n");
 		return 2;
 	}
+	if (w->qmp && w->domain) {
+		g_printerr("host-agent: --qmp is for plain QEMU; with --domain, libvirt's"
+			   " lifecycle events report crashes\n");
+		return 2;
+	}
+#ifndef HA_HAVE_LIBVIRT
+	if (w->domain) {
+		g_printerr("host-agent: built without libvirt (libvirt-dev, libvirt-glib-1.0-dev):"
+			   " --domain is not available\n");
+		return 2;
+	}
+#endif
 	if (g_mkdir_with_parents(cfg->state_dir, 0750) < 0) {
 		g_printerr("host-agent: cannot create %s: %s\n", cfg->state_dir,
 			   g_strerror(errno));
@@ -88,9 +133,34 @@ static int run_daemon(HaConfig *cfg)
 			close(lock_fd);
 		return 1;
 	}
-	rc = serve(cfg, db);
+	rc = serve(cfg, w, db);
 	close(lock_fd);
 	return rc;
+}
+
+/* `attach` / `detach`: the stackmap channel of a libvirt domain (attach.h). */
+static int run_attach(const HaWatch *w, bool attach)
+{
+#ifdef HA_HAVE_LIBVIRT
+	g_autoptr(GError) e = NULL;
+	g_autofree char *note = NULL;
+
+	if (!w->domain) {
+		g_printerr("host-agent %s: which domain? --domain NAME\n",
+			   attach ? "attach" : "detach");
+		return 2;
+	}
+	if (!ha_attach(w->uri, w->domain, attach, &note, &e)) {
+		g_printerr("host-agent %s: %s\n", attach ? "attach" : "detach", e->message);
+		return 1;
+	}
+	printf("%s\n", note ? note : attach ? "channel org.stackmap.0 attached" :
+	       "channel org.stackmap.0 detached");
+	return 0;
+#else
+	g_printerr("host-agent: built without libvirt: attach/detach are not available\n");
+	return 2;
+#endif
 }
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
@@ -131,7 +201,9 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 int main(int argc, char **argv)
 {
 	HaConfig cfg;
+	HaWatch watch = { 0 };
 	gboolean version = FALSE, json = FALSE;
+	bool loaded;
 	char *boot = NULL, *vmlinux = NULL;
 	gint limit = 0, max_malformed = -1, batch_mb = -1;
 	gdouble since = -1, until = -1;
@@ -142,6 +214,14 @@ int main(int argc, char **argv)
 		  "Connect to a QEMU -chardev socket,server=on at PATH", "PATH" },
 		{ "listen", 0, 0, G_OPTION_ARG_FILENAME, &cfg.listen,
 		  "Listen at PATH for a QEMU -chardev socket,server=off", "PATH" },
+		{ "domain", 0, 0, G_OPTION_ARG_STRING, &watch.domain,
+		  "A libvirt domain: its org.stackmap.0 channel and lifecycle (also for"
+		  " attach/detach; the store's name defaults to it)", "NAME" },
+		{ "connect", 0, 0, G_OPTION_ARG_STRING, &watch.uri,
+		  "libvirt URI for --domain (default: libvirt's)", "URI" },
+		{ "qmp", 0, 0, G_OPTION_ARG_FILENAME, &watch.qmp,
+		  "QEMU's QMP socket (-qmp unix:PATH,server=on): mark boots crashed on"
+		  " GUEST_PANICKED", "PATH" },
 		{ "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &cfg.state_dir,
 		  "Where the per-domain databases live", "DIR" },
 		{ "domain-name", 0, 0, G_OPTION_ARG_STRING, &cfg.domain,
@@ -170,7 +250,8 @@ int main(int argc, char **argv)
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new(
-		"[report boots|top|events|stack ID|folded] - virtio-stackmap host agent");
+		"[report boots|top|events|stack ID|folded | attach | detach] - virtio-stackmap"
+		" host agent");
 	g_autoptr(GError) e = NULL;
 
 	setlocale(LC_ALL, "");
@@ -178,8 +259,11 @@ int main(int argc, char **argv)
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	g_option_context_set_description(ctx,
 		"Without a command, runs the daemon: receives a guest's trace stream from its\n"
-		"virtio-serial port (a QEMU chardev socket), stores it durably and ACKs it.\n"
-		"`report` reads the stored data of --domain-name (never the live connection).");
+		"virtio-serial port (a QEMU chardev socket, or a libvirt domain's channel with\n"
+		"--domain), stores it durably and ACKs it.\n"
+		"`report` reads the stored data of --domain-name (never the live connection).\n"
+		"`attach`/`detach` hot-plug the org.stackmap.0 channel of --domain (live and\n"
+		"config).");
 	if (!g_option_context_parse(ctx, &argc, &argv, &e)) {
 		g_printerr("host-agent: %s\n", e->message);
 		return 2;
@@ -193,7 +277,10 @@ int main(int argc, char **argv)
 	cfg.max_malformed = max_malformed;
 	cfg.batch_mb = batch_mb;
 	signal(SIGPIPE, SIG_IGN);
-	if (!ha_config_load_file(&cfg, &e) || !ha_config_finish(&cfg, &e)) {
+	loaded = ha_config_load_file(&cfg, &e);
+	if (loaded && !cfg.domain && watch.domain)
+		cfg.domain = g_strdup(watch.domain);	/* the store is named after it */
+	if (!loaded || !ha_config_finish(&cfg, &e)) {
 		g_printerr("host-agent: %s\n", e->message);
 		ha_config_clear(&cfg);
 		return 2;
@@ -201,12 +288,18 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
 		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux, since,
 				until);
+	else if (argc > 1 && (strcmp(argv[1], "attach") == 0 ||
+			      strcmp(argv[1], "detach") == 0))
+		rc = run_attach(&watch, argv[1][0] == 'a');
 	else if (argc > 1) {
 		g_printerr("host-agent: unknown command '%s' (try --help)\n", argv[1]);
 		rc = 2;
 	} else
-		rc = run_daemon(&cfg);
+		rc = run_daemon(&cfg, &watch);
 	ha_config_clear(&cfg);
+	g_free(watch.qmp);
+	g_free(watch.domain);
+	g_free(watch.uri);
 	g_free(boot);
 	g_free(vmlinux);
 	return rc;

@@ -36,4 +36,21 @@ bool ha_source_start(HaSource *s, GError **error);
 void ha_source_free(HaSource *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaSource, ha_source_free)
 
+/*
+ * A libvirt domain's org.stackmap.0 channel (source-libvirt.c; built when libvirt and
+ * libvirt-glib are found, HA_HAVE_LIBVIRT). @uri NULL: libvirt's default. @domain is
+ * the libvirt domain name, @label the store's name (logs). Follows the domain's
+ * lifecycle events: reopens the channel when it starts again, marks the boot crashed
+ * on CRASHED (crash.h). @store must outlive the source.
+ */
+typedef struct _HaLvSource HaLvSource;
+HaLvSource *ha_lv_source_new(const char *uri, const char *domain, HaStore *store,
+			     const HaLimits *limits, const char *label);
+/* Connects to libvirtd (an error when the first connection fails) and starts. */
+bool ha_lv_source_start(HaLvSource *s, GError **error);
+void ha_lv_source_free(HaLvSource *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaLvSource, ha_lv_source_free)
+/* libvirt's event loop on GLib (gvir_event_register); once, before any connection. */
+void ha_libvirt_init(void);
+
 #endif /* HA_SOURCE_H */

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+/* qmp.c - QMP crash watcher (see qmp.h). */
+#include "qmp.h"
+
+#include <errno.h>
+#include <glib-unix.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "crash.h"
+
+#define BACKOFF_MIN_MS	100u
+#define BACKOFF_MAX_MS	5000u
+#define LINE_MAX_BYTES	(64 * 1024)
+
+struct _HaQmp {
+	char *path;
+	HaStore *store;
+	char *domain;
+
+	int fd;			/* -1 when not connected */
+	guint watch;
+	guint retry_timer;
+	unsigned int backoff_ms;
+	bool ready;		/* qmp_capabilities answered */
+	bool skipping;		/* dropping the rest of an over-long line */
+	bool panicked;		/* GUEST_PANICKED seen from this QEMU */
+	int64_t alive_since;	/* real time when this QEMU was first seen */
+	GString *line;
+};
+
+static void schedule_connect(HaQmp *q);
+
+static void qmp_close(HaQmp *q, const char *why, bool reconnect)
+{
+	if (q->fd < 0)
+		return;
+	g_message("%s: QMP %s: %s", q->domain, q->path, why);
+	if (q->watch && g_main_current_source() &&
+	    g_source_get_id(g_main_current_source()) == q->watch)
+		q->watch = 0;	/* our caller returns G_SOURCE_REMOVE */
+	if (q->watch)
+		g_source_remove(q->watch);
+	q->watch = 0;
+	close(q->fd);
+	q->fd = -1;
+	q->ready = false;
+	q->skipping = false;
+	q->panicked = false;
+	g_string_truncate(q->line, 0);
+	if (reconnect)
+		schedule_connect(q);
+}
+
+/*
+ * The string value of member @key ("key": "value") in @line, g_free; NULL when absent.
+ * QEMU writes `"key": "value"`; the values read here have no escapes.
+ */
+static char *member_str(const char *line, const char *key)
+{
+	g_autofree char *pat = g_strdup_printf("\"%s\"", key);
+	const char *p = strstr(line, pat), *end;
+
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	while (*p == ' ' || *p == ':')
+		p++;
+	if (*p != '"')
+		return NULL;
+	end = strchr(++p, '"');
+	return end ? g_strndup(p, (gsize)(end - p)) : NULL;
+}
+
+/* The integer value of member @key, or -1. */
+static int64_t member_int(const char *line, const char *key)
+{
+	g_autofree char *pat = g_strdup_printf("\"%s\"", key);
+	const char *p = strstr(line, pat);
+
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	while (*p == ' ' || *p == ':')
+		p++;
+	return g_ascii_isdigit(*p) ? g_ascii_strtoll(p, NULL, 10) : -1;
+}
+
+/* The event's "timestamp" in microseconds of real time, or now. */
+static int64_t event_time(const char *line)
+{
+	const char *ts = strstr(line, "\"timestamp\"");
+	int64_t s = ts ? member_int(ts, "seconds") : -1;
+	int64_t us = ts ? member_int(ts, "microseconds") : -1;
+
+	if (s < 0 || us < 0)
+		return g_get_real_time();
+	return s * G_USEC_PER_SEC + us;
+}
+
+static bool send_line(HaQmp *q, const char *text)
+{
+	size_t len = strlen(text), off = 0;
+
+	/* A few bytes into an empty unix socket buffer: does not block in practice;
+	 * MSG_DONTWAIT makes sure of it, and a short write ends the connection. */
+	while (off < len) {
+		ssize_t n = send(q->fd, text + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		off += (size_t)n;
+	}
+	return true;
+}
+
+static void on_event(HaQmp *q, const char *line, const char *event)
+{
+	int64_t when = event_time(line);
+
+	if (strcmp(event, "GUEST_PANICKED") == 0) {
+		g_autofree char *action = member_str(line, "action");
+		g_autofree char *why = g_strdup_printf("QMP GUEST_PANICKED (action %s)",
+						       action ? action : "?");
+
+		q->panicked = true;
+		ha_crash_mark(q->store, q->domain, when, q->alive_since, why);
+	} else if (strcmp(event, "SHUTDOWN") == 0) {
+		g_autofree char *reason = member_str(line, "reason");
+
+		/* After GUEST_PANICKED with action poweroff: already marked. */
+		if (reason && strcmp(reason, "guest-panic") == 0 && !q->panicked)
+			ha_crash_mark(q->store, q->domain, when, q->alive_since,
+				      "QMP SHUTDOWN (guest-panic)");
+		else
+			g_message("%s: QMP SHUTDOWN (%s)", q->domain, reason ? reason : "?");
+	} else {
+		g_debug("%s: QMP event %s", q->domain, event);
+	}
+}
+
+static bool on_line(HaQmp *q, const char *line)
+{
+	g_autofree char *event = NULL;
+
+	if (!q->ready) {
+		if (strstr(line, "\"QMP\""))
+			return send_line(q, "{\"execute\": \"qmp_capabilities\"}\n");
+		if (strstr(line, "\"return\"")) {
+			q->ready = true;
+			g_message("%s: QMP %s: watching for guest panics", q->domain, q->path);
+			return true;
+		}
+		if (strstr(line, "\"error\"")) {
+			g_warning("%s: QMP %s: %s", q->domain, q->path, line);
+			return false;
+		}
+	}
+	event = member_str(line, "event");
+	if (event)
+		on_event(q, line, event);
+	return true;
+}
+
+static gboolean on_readable(gint fd, GIOCondition cond, gpointer user)
+{
+	HaQmp *q = user;
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return G_SOURCE_CONTINUE;
+	if (n <= 0) {
+		qmp_close(q, n == 0 ? "QEMU closed it" : g_strerror(errno), true);
+		return G_SOURCE_REMOVE;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] != '\n') {
+			if (q->skipping)
+				continue;
+			if (q->line->len >= LINE_MAX_BYTES) {
+				g_warning("%s: QMP %s: line over %d bytes skipped", q->domain,
+					  q->path, LINE_MAX_BYTES);
+				q->skipping = true;
+				g_string_truncate(q->line, 0);
+				continue;
+			}
+			g_string_append_c(q->line, buf[i]);
+			continue;
+		}
+		if (!q->skipping && !on_line(q, q->line->str)) {
+			qmp_close(q, "negotiation failed", true);
+			return G_SOURCE_REMOVE;
+		}
+		q->skipping = false;
+		g_string_truncate(q->line, 0);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+static bool try_connect(HaQmp *q)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(q->path) >= sizeof(sa.sun_path))
+		return false;
+	strcpy(sa.sun_path, q->path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return false;
+	/* A unix-socket connect completes or fails at once (EAGAIN: backlog full). */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		g_debug("%s: QMP connect %s: %s", q->domain, q->path, g_strerror(errno));
+		close(fd);
+		return false;
+	}
+	q->fd = fd;
+	q->alive_since = g_get_real_time();
+	q->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_readable, q);
+	g_debug("%s: QMP %s: connected", q->domain, q->path);
+	return true;
+}
+
+static gboolean on_retry(gpointer user)
+{
+	HaQmp *q = user;
+
+	q->retry_timer = 0;
+	if (try_connect(q)) {
+		q->backoff_ms = BACKOFF_MIN_MS;
+		return G_SOURCE_REMOVE;
+	}
+	if (q->backoff_ms == BACKOFF_MIN_MS)
+		g_message("%s: QMP %s not available, retrying with backoff up to %u ms",
+			  q->domain, q->path, BACKOFF_MAX_MS);
+	q->backoff_ms = MIN(q->backoff_ms * 2, BACKOFF_MAX_MS);
+	schedule_connect(q);
+	return G_SOURCE_REMOVE;
+}
+
+static void schedule_connect(HaQmp *q)
+{
+	if (!q->retry_timer)
+		q->retry_timer = g_timeout_add(q->backoff_ms, on_retry, q);
+}
+
+HaQmp *ha_qmp_new(const char *path, HaStore *store, const char *domain)
+{
+	HaQmp *q = g_new0(HaQmp, 1);
+
+	q->path = g_strdup(path);
+	q->store = store;
+	q->domain = g_strdup(domain);
+	q->fd = -1;
+	q->backoff_ms = BACKOFF_MIN_MS;
+	q->line = g_string_new(NULL);
+	return q;
+}
+
+void ha_qmp_start(HaQmp *q)
+{
+	if (!try_connect(q))
+		on_retry(q);
+}
+
+void ha_qmp_free(HaQmp *q)
+{
+	if (!q)
+		return;
+	qmp_close(q, "host-agent stopping", false);
+	if (q->retry_timer)
+		g_source_remove(q->retry_timer);
+	g_string_free(q->line, TRUE);
+	g_free(q->path);
+	g_free(q->domain);
+	g_free(q);
+}
