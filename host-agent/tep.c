@@ -169,7 +169,11 @@ static uint32_t rd4(const HaTep *t, const uint8_t *p)
 	return t->big_endian ? GUINT32_FROM_BE(v) : GUINT32_FROM_LE(v);
 }
 
-/* Check that kbuffer's walk of (page, 16 + size) stays in bounds and moves forward. */
+/*
+ * Check that kbuffer's walk of the @size committed bytes at @data stays in bounds and
+ * moves forward. @data is the padded page copy: reads up to 8 bytes past the commit
+ * stay inside it (PAGE_SLACK).
+ */
 static bool layout_ok(const HaTep *t, const uint8_t *data, uint32_t size, GError **error)
 {
 	uint32_t off = 0;
@@ -256,13 +260,13 @@ static bool load_page(HaTep *t, const uint8_t *data, size_t len, GError **error)
 			    "page commit %u above the %zu bytes received", size, len - hdr);
 		return false;
 	}
-	if (!layout_ok(t, data + hdr, size, error))
-		return false;
+	/* Check the padded copy, the very bytes kbuffer will read: a header word may
+	 * sit in the last bytes of the commit with its length word after them. */
 	memcpy(t->page, data, len);
 	if (t->page_used > len)
 		memset(t->page + len, 0, t->page_used - len);
 	t->page_used = len;
-	return true;
+	return layout_ok(t, t->page + hdr, size, error);
 }
 
 static bool read_u(HaTep *t, struct tep_format_field *f, const void *d, uint32_t size,

@@ -140,6 +140,23 @@ static void test_hostile_pages(HaTep *t)
 	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) == 0, "huge padding ends the page");
 	g_clear_error(&e);
 
+	{
+		/* Found by fuzz-page: a padding header in the last 4 committed bytes has
+		 * its length word past them; in an exact-size buffer (ASan build) that
+		 * read must not happen. */
+		uint8_t *exact = g_malloc(20);
+		uint64_t c4 = 4;
+		uint32_t pad = 29;
+
+		memset(exact, 0, 20);
+		memcpy(exact + 8, &c4, 8);
+		memcpy(exact + 16, &pad, 4);
+		CHECK(ha_tep_walk_page(t, exact, 20, NULL, NULL, &e) >= 0 || e,
+		      "padding header at the end of the commit read inside bounds");
+		g_clear_error(&e);
+		g_free(exact);
+	}
+
 	CHECK(ha_tep_walk_page(t, buf, 8, NULL, NULL, &e) < 0, "page shorter than its header");
 	g_clear_error(&e);
 	CHECK(ha_tep_walk_page(t, buf, PS + 1, NULL, NULL, &e) < 0, "page above page size");
