@@ -1,5 +1,5 @@
-# fuzz-page.sh FUZZER SEEDS SECONDS: a bounded libFuzzer run of the host's page
-# handling from fresh seed pages; fails on any crash, sanitizer report, leak, timeout.
+# fuzz-page.sh FUZZER SEEDS SECONDS: a bounded libFuzzer run of a host-agent target
+# from fresh seeds; fails on any crash, sanitizer report, leak, timeout or OOM.
 set -eu
 fuzzer=$(realpath "$1") seeds=$(realpath "$2") secs=$3
 work=$(mktemp -d -t ha-fuzz.XXXXXX)
