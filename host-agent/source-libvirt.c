@@ -334,10 +334,13 @@ static int on_lifecycle(virConnectPtr c, virDomainPtr dom, int event, int detail
 
 	if (strcmp(virDomainGetName(dom), s->name) != 0)
 		return 0;
+	g_debug("%s: domain %s: lifecycle event %d detail %d", s->label, s->name, event,
+		detail);
 	switch (event) {
 	case VIR_DOMAIN_EVENT_STARTED:
+		/* A channel still open belongs to this run (opened while the event was
+		 * on its way): STOPPED closes the previous run's. */
 		g_message("%s: domain %s started", s->label, s->name);
-		link_close(s, "the domain started again");
 		s->alive_since = g_get_real_time();
 		s->open_backoff_ms = BACKOFF_MIN_MS;
 		s->warned_open = false;

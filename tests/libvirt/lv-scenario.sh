@@ -1,0 +1,37 @@
+#!/bin/sh
+# Guest scenario of the libvirt tests (run by /init as stackmap.scenario=lv).
+# stackmap.lv=crash|idle|poweroff: after stackmap.lv_seconds of slab work, crash on
+# purpose (sysrq-c: pvpanic tells the host), keep running until the host stops the
+# domain, or kill the agent (no BYE) and power off.
+# stackmap-guestd retries until the port shows up (a hot-plugged channel).
+mode=idle
+seconds=5
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	stackmap.lv=*) mode=${arg#stackmap.lv=} ;;
+	stackmap.lv_seconds=*) seconds=${arg#stackmap.lv_seconds=} ;;
+	esac
+done
+say() { echo "STACKMAP-LV: $*"; }
+/stackmap-guestd --exclude-self &
+guestd=$!
+say "guestd started, mode $mode"
+end=$(($(date +%s) + seconds))
+while [ "$(date +%s)" -lt "$end" ]; do
+	ls -R /sys/class /proc/sys > /dev/null 2>&1
+done
+say "workload done"
+if [ "$mode" = crash ]; then
+	say "crashing on purpose (sysrq-c)"
+	sleep 2
+	echo c > /proc/sysrq-trigger
+elif [ "$mode" = poweroff ]; then
+	sleep 2
+	kill -9 "$guestd"
+	say "agent killed; powering off"
+	poweroff -f
+fi
+while :; do
+	ls /sys/class > /dev/null 2>&1
+	sleep 1
+done
