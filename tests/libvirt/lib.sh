@@ -61,9 +61,17 @@ lv_cleanup() {
 		v destroy "$d" > /dev/null 2>&1 || true
 		v undefine "$d" > /dev/null 2>&1 || true
 	done
-	[ -f "$W/libvirtd.pid" ] && kill "$(cat "$W/libvirtd.pid")" 2> /dev/null || true
-	[ "$started_virtlogd" = 1 ] && [ -f "$W/virtlogd.pid" ] &&
-		kill "$(cat "$W/virtlogd.pid")" 2> /dev/null || true
+	# Wait for the daemons to be gone: the next test checks that none runs.
+	if [ -f "$W/libvirtd.pid" ]; then
+		p=$(cat "$W/libvirtd.pid")
+		kill "$p" 2> /dev/null || true
+		wait_for 30 sh -c "! kill -0 $p" || true
+	fi
+	if [ "$started_virtlogd" = 1 ] && [ -f "$W/virtlogd.pid" ]; then
+		p=$(cat "$W/virtlogd.pid")
+		kill "$p" 2> /dev/null || true
+		wait_for 30 sh -c "! kill -0 $p" || true
+	fi
 	rm -rf "$W"
 }
 trap lv_cleanup EXIT
