@@ -1,0 +1,581 @@
+#!/usr/bin/env python3
+"""End-to-end streaming scenarios: the patched guest kernel under QEMU streams
+with stackmap-guestd to the real host-agent (suite e2e).
+
+Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--workdir DIR] [--seed N]
+
+Scenarios: steady, resets, crash, kill, late, full (see SCENARIOS below).
+
+Ground truth (the heart of every scenario):
+  * Stacks. The guest keeps the text of its own stack_map for every epoch: it
+    reads it just before each reset (with tracing paused for half of the resets,
+    so that dump is exact; with tracing running for the other half, "racy") and at
+    the end after tracing stopped (guest side: stream.sh). The host test asks
+    host-agent for every stored event (`report events --json`) and checks that
+    every event carrying a stack_id resolved (kind "stack_id", none "unresolved")
+    and that its frames, as func+0xoff, are exactly the frames the guest's map of
+    that epoch held for that stack_id. An event whose id is missing from an exact
+    dump fails; one missing from a racy dump (added after the read) is counted as
+    unverified and printed. Full stacks (kind "full", map drops and deep stacks)
+    must have frames and are counted.
+  * Counts. The guest stops tracing, lets the agent drain, SIGTERMs it and dumps
+    its per-CPU ring-buffer stats: the host's stored ring-buffer events (every
+    chunk's nr_events, traced events and their stack events) must equal the sum of
+    the guest's "read events", with no entry left unread and LOST 0 unless the
+    scenario expects ring-buffer loss. That equality is also the duplicate check: a
+    frame stored twice (or a page applied twice after an agent restart) would make
+    the host's count larger. (Equal (cpu, ts, text) tuples are no evidence: under
+    TCG the trace clock is coarse, and a names_cache object freed and reallocated
+    gives the same text at the same timestamp many times over.)
+  * Crash. The guest writes "e2s-mark N" to trace_marker, waits 300 ms (30x the
+    10 ms flush window) and only then prints "MARK N" on the console; a panic comes
+    at a seeded random moment from a background timer. Every MARK the console shows
+    must be stored and the boot must be marked crashed (host-agent --qmp).
+What this does not prove: that the pairing of a stack event with its traced
+event is right (the stack is checked per stack_id and epoch, not per event).
+"""
+
+import argparse
+import base64
+import bisect
+import io
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GK = os.path.join(ROOT, 'guest-kernel')
+MARK = 'STACKMAP-E2E: '
+DOMAIN = 'e2s'
+BOOT_TRACE = ['trace_event=kmem:kmalloc,kmem:kmem_cache_alloc',
+              'trace_options=stackmap,stacktrace', 'trace_buf_size=4M']
+
+
+class Fail(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class Run:
+    """One guest boot with host-agent storing its stream."""
+
+    def __init__(self, args, name, append, qemu_timeout=700):
+        self.args, self.name = args, name
+        self.dir = os.path.join(args.workdir, name)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.state = os.path.join(self.dir, 'state')
+        os.makedirs(self.state)
+        self.tmp = tempfile.mkdtemp(prefix='e2s.')   # short path for sockets
+        self.sock = os.path.join(self.tmp, 'port.sock')
+        self.qmp = os.path.join(self.tmp, 'qmp.sock')
+        self.console = os.path.join(self.dir, 'console.log')
+        self.append = append
+        self.qemu_timeout = qemu_timeout
+        self.ha = None
+        self.ha_cpu = 0.0
+        self.ha_starts = 0
+
+    def start_agent(self):
+        logf = open(os.path.join(self.dir, 'host-agent.log'), 'a')
+        self.ha_starts += 1
+        self.ha = subprocess.Popen(
+            [self.args.host_agent, '--socket', self.sock, '--qmp', self.qmp,
+             '--state-dir', self.state, '--domain-name', DOMAIN],
+            stdout=logf, stderr=logf)
+
+    def reap_agent(self, sig):
+        if self.ha is None:
+            return
+        if self.ha.poll() is None:
+            self.ha.send_signal(sig)
+        try:
+            _, status, ru = os.wait4(self.ha.pid, 0)
+            self.ha.returncode = status
+        except ChildProcessError:
+            ru = None
+        if ru:
+            self.ha_cpu += ru.ru_utime + ru.ru_stime
+        self.ha = None
+
+    def launch(self, initrd, kout):
+        cmd = [os.path.join(GK, 'launch'), '--kernel', os.path.join(kout, 'bzImage'),
+               '--initrd', initrd, '--socket', self.sock, '--qmp', self.qmp,
+               '--console', self.console, '--scenario', 'stream',
+               '--timeout', str(self.qemu_timeout)]
+        for a in self.append:
+            cmd += ['--append', a]
+        self.t0 = time.time()
+        return subprocess.Popen(cmd, stderr=open(os.path.join(self.dir, 'launch.log'), 'w'))
+
+    def text(self):
+        with open(self.console, 'rb') as f:
+            return f.read().decode('utf-8', 'replace').replace('\r', '')
+
+    def markers(self):
+        return [l[len(MARK):] for l in self.text().split('\n') if l.startswith(MARK)]
+
+    def wait_marker(self, prefix, proc, timeout):
+        end = time.time() + timeout
+        while time.time() < end:
+            if any(m.startswith(prefix) for m in self.markers()):
+                return True
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.5)
+        return False
+
+    def file(self, name):
+        lines, inside, out = self.text().split('\n'), False, []
+        for l in lines:
+            if l == MARK + 'FILE-BEGIN ' + name:
+                inside = True
+            elif l == MARK + 'FILE-END ' + name:
+                break
+            elif inside:
+                out.append(l.strip())
+        check(out, 'the guest sent no %s' % name)
+        return base64.b64decode(''.join(out))
+
+    def report(self, *what):
+        r = subprocess.run([self.args.host_agent, 'report', *what, '--json',
+                            '--state-dir', self.state, '--domain-name', DOMAIN],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, 'report %s failed: %s' % (' '.join(what), r.stderr))
+        return json.loads(r.stdout)
+
+    def db(self):
+        return os.path.join(self.state, DOMAIN + '.db')
+
+    def cleanup(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def build(args):
+    kout = subprocess.run([os.path.join(GK, 'build-kernel')], check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip().split('\n')[-1]
+    check(os.path.exists(os.path.join(kout, 'bzImage')), 'build-kernel gave no bzImage')
+    os.makedirs(args.workdir, exist_ok=True)
+    base = os.path.join(args.workdir, 'base.cpio.gz')
+    subprocess.run([os.path.join(GK, 'initramfs', 'build-initramfs'), kout, base],
+                   check=True, stdout=subprocess.DEVNULL)
+    extra = tempfile.mkdtemp(prefix='e2s-extra.')
+    try:
+        os.makedirs(os.path.join(extra, 'scenarios'))
+        shutil.copy(args.guestd, os.path.join(extra, 'stackmap-guestd'))
+        os.chmod(os.path.join(extra, 'stackmap-guestd'), 0o755)
+        shutil.copy(os.path.join(HERE, 'stream.sh'), os.path.join(extra, 'scenarios'))
+        cpio = subprocess.run(
+            "find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet | gzip -1",
+            shell=True, cwd=extra, check=True, stdout=subprocess.PIPE).stdout
+    finally:
+        shutil.rmtree(extra)
+    initrd = os.path.join(args.workdir, 'initrd.cpio.gz')
+    with open(initrd, 'wb') as f:
+        f.write(open(base, 'rb').read() + cpio)
+    return kout, initrd
+
+
+PS_HEAD = re.compile(r'^stack_id (\d+) \[ref (\d+), depth (\d+)\]$')
+PS_FRAME = re.compile(r'^  \[(\d+)\] (\S+)')
+
+
+def parse_map(text):
+    stacks, cur = {}, None
+    for l in text.split('\n'):
+        m = PS_HEAD.match(l)
+        if m:
+            cur = int(m.group(1))
+            stacks[cur] = []
+            continue
+        m = PS_FRAME.match(l)
+        if m and cur is not None:
+            stacks[cur].append(m.group(2).split('/')[0])
+    return stacks
+
+
+def guest_maps(run):
+    """{epoch: (exact, {stack_id: [func+0xoff, ...]})}, merged over the dumps."""
+    maps = {}
+    with tarfile.open(fileobj=io.BytesIO(run.file('maps.tar.gz'))) as t:
+        for m in t.getmembers():
+            mm = re.match(r'maps/map-(\d+)(-racy)?\.txt$', m.name)
+            if not mm:
+                continue
+            e, exact = int(mm.group(1)), not mm.group(2)
+            st = parse_map(t.extractfile(m).read().decode())
+            old = maps.get(e, (False, {}))
+            merged = dict(old[1])
+            merged.update(st)
+            maps[e] = (old[0] or exact, merged)
+    return maps
+
+
+def guest_stats(run):
+    tot = {}
+    for l in run.file('stats.txt').decode().split('\n'):
+        m = re.match(r'^([a-z ]+): *(\d+)', l)
+        if m:
+            tot[m.group(1)] = tot.get(m.group(1), 0) + int(m.group(2))
+    return tot
+
+
+def host_sym(frame):
+    return frame['sym'].split(' ')[0].split('/')[0]
+
+
+class SymbolTable:
+    """System.map of the guest kernel (booted with nokaslr): every "name+0xoff"
+    rendering of an address, since aliases (__x64_sys_vfork, __do_sys_vfork)
+    share one and the guest and host may pick different ones."""
+
+    def __init__(self, kout):
+        syms = []
+        with open(os.path.join(kout, 'System.map')) as f:
+            for l in f:
+                a, t, n = l.split()[:3]
+                if t in 'tTwW':
+                    syms.append((int(a, 16), n))
+        syms.sort()
+        self.addrs = [a for a, _ in syms]
+        self.names = [n for _, n in syms]
+
+    def renderings(self, addr):
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        if i < 0:
+            return set()
+        base, out = self.addrs[i], set()
+        while i >= 0 and self.addrs[i] == base:
+            out.add('%s+0x%x' % (self.names[i], addr - base))
+            i -= 1
+        return out
+
+
+def same_stack(frames, want, syms):
+    """Host frames (ip + sym) against the guest's func+0xoff list."""
+    if len(frames) != len(want):
+        return False
+    for f, w in zip(frames, want):
+        alias = syms.renderings(int(f['ip'], 16))
+        if w not in alias or host_sym(f) not in alias:
+            return False
+    return True
+
+
+def check_events(run, events, maps, syms, full_ok=True):
+    """The ground-truth check of every stored event's stack. Returns counts."""
+    kinds, bad, unverified = {}, [], 0
+    for ev in events:
+        st = ev['stack']
+        kinds[st['kind']] = kinds.get(st['kind'], 0) + 1
+        if st['kind'] == 'unresolved':
+            bad.append('unresolved %s: %s' % (ev['event'][:60], st.get('why')))
+        elif st['kind'] == 'stack_id':
+            got = [host_sym(f) for f in st['frames']]
+            exact, m = maps.get(st['epoch'], (False, {}))
+            want = m.get(st['stack_id'])
+            if want is None:
+                if exact:
+                    bad.append('stack_id %#x epoch %d: not in the guest map of that epoch'
+                               % (st['stack_id'], st['epoch']))
+                else:
+                    unverified += 1
+            elif not same_stack(st['frames'], want, syms):
+                bad.append('stack_id %#x epoch %d: host %s, guest %s'
+                           % (st['stack_id'], st['epoch'], got, want))
+        elif st['kind'] == 'full':
+            if not st['frames']:
+                bad.append('full stack without frames: %s' % ev['event'][:60])
+            if not full_ok:
+                bad.append('unexpected full stack: %s' % ev['event'][:60])
+    for b in bad[:20]:
+        log('  MISMATCH ' + b)
+    check(not bad, '%d events not resolved to the guest\'s own stack' % len(bad))
+    return kinds, unverified
+
+
+def db_sum(run, sql):
+    c = sqlite3.connect(run.db())
+    try:
+        return c.execute(sql).fetchone()[0] or 0
+    finally:
+        c.close()
+
+
+def integrity(run):
+    c = sqlite3.connect(run.db())
+    try:
+        r = c.execute('PRAGMA integrity_check').fetchall()
+    finally:
+        c.close()
+    check(r == [('ok',)], 'integrity_check: %r' % r)
+
+
+def finish_clean(run, proc):
+    rc = proc.wait()
+    time.sleep(2)
+    run.reap_agent(signal.SIGTERM)
+    log('launch exit %d, guest time %.0f s' % (rc, time.time() - run.t0))
+    mk = run.markers()
+    for m in mk:
+        if not m.startswith('FILE') and not re.match(r'^[A-Za-z0-9+/=]+$', m):
+            pass
+    check(rc == 0, 'launch exited %d (console %s)' % (rc, run.console))
+    check('E2S DONE' in mk, 'the guest scenario did not finish')
+    check('KERNEL-WARNINGS' not in mk, 'kernel warnings in the guest')
+    check('AGENT_EXIT 0' in mk, 'stackmap-guestd did not exit 0: %s'
+          % [m for m in mk if m.startswith('AGENT_EXIT')])
+
+
+def common_checks(run, expect_lost=False, expect_ended='clean', full_ok=True):
+    """Counts + ground truth; returns a dict of figures."""
+    boots = run.report('boots')
+    check(len(boots) == 1, '%d boots stored, want 1' % len(boots))
+    b = boots[0]
+    log('boot: %s' % json.dumps(b))
+    check(b['ended'] == expect_ended, 'boot ended %s, want %s' % (b['ended'], expect_ended))
+    check(b['malformed'] == 0, '%d malformed frames' % b['malformed'])
+    evs = run.report('events', '-n', '100000000')['events']
+    maps = guest_maps(run) if expect_ended == 'clean' else {}
+    integrity(run)
+    return b, evs, maps
+
+
+def counts(run, b, evs, expect_lost=False):
+    gs = guest_stats(run)
+    stored = db_sum(run, 'SELECT SUM(nr_events) FROM chunks')
+    log('guest per-CPU stats (sum): %s' % json.dumps(gs))
+    log('host: %d ring-buffer events stored (%d traced, %d in report events)'
+        % (stored, b['events'], len(evs)))
+    check(gs.get('entries', 0) == 0, '%d events left unread in the guest' % gs.get('entries', 0))
+    check(stored == gs['read events'], 'host stored %d ring-buffer events, the guest read %d'
+          % (stored, gs['read events']))
+    check(len(evs) == b['events'], 'report events shows %d, boots says %d'
+          % (len(evs), b['events']))
+    check(b['lost_frames'] == 0, 'LOST frames %d' % b['lost_frames'])
+    guest_lost = gs.get('overrun', 0) + gs.get('dropped events', 0)
+    if expect_lost:
+        check(b['lost_events'] == guest_lost, 'host LOST %d, guest overrun+dropped %d'
+              % (b['lost_events'], guest_lost))
+    else:
+        check(b['lost_events'] == 0 and guest_lost == 0, 'LOST %d events (guest %d)'
+              % (b['lost_events'], guest_lost))
+    return gs, stored
+
+
+def agent_cpu(run):
+    m = [x for x in run.markers() if x.startswith('AGENT_CPU_TICKS')]
+    if not m:
+        return None
+    t, hz = re.match(r'AGENT_CPU_TICKS (\d+) hz=(\d+)', m[0]).groups()
+    return int(t) / int(hz)
+
+
+def stat_value(run, key):
+    return db_sum(run, 'SELECT MAX(value) FROM stats WHERE key = %d' % key)
+
+
+# ---------------------------------------------------------------------------
+
+def boot_plain(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
+               kill_at=None):
+    run = Run(args, name, BOOT_TRACE + ['stackmap.e2s_mode=' + mode,
+                                        'stackmap.e2s_seconds=%d' % seconds] + list(extra))
+    try:
+        if not late_s:
+            run.start_agent()
+        proc = run.launch(initrd, kout)
+        if late_s:
+            check(run.wait_marker('STREAMING', proc, 600), 'the guest never streamed')
+            time.sleep(late_s)
+            log('starting host-agent %.0f s after boot' % (time.time() - run.t0))
+            run.start_agent()
+        if kill_at is not None:
+            check(run.wait_marker('STREAMING', proc, 600), 'the guest never streamed')
+            for k in range(2):
+                time.sleep(kill_at)
+                log('kill -9 host-agent (pid %d)' % run.ha.pid)
+                run.reap_agent(signal.SIGKILL)
+                integrity(run)
+                time.sleep(2)
+                run.start_agent()
+        finish_clean(run, proc)
+        return run
+    except BaseException:
+        if run.ha is not None:
+            run.reap_agent(signal.SIGKILL)
+        raise
+
+
+def t_steady(args):
+    kout, initrd = build(args)
+    run = boot_plain(args, kout, initrd, 'steady', 'steady', seconds=15)
+    b, evs, maps = common_checks(run)
+    gs, stored = counts(run, b, evs)
+    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    check(unv == 0, '%d events unverified in a scenario without racy dumps' % unv)
+    check(b['epochs'] == 1, '%d epochs, want 1' % b['epochs'])
+    check(kinds.get('stack_id', 0) > 0, 'no event with a stack_id')
+    log('stack kinds: %s' % kinds)
+    # figures (printed, not asserted)
+    ts = [e['ts'] for e in evs]
+    span = (max(ts) - min(ts)) / 1e9 if ts else 0
+    wire = stat_value(run, 17)
+    dbsize = os.path.getsize(run.db())
+    cpu_ns = stat_value(run, 19)
+    log('FIGURES steady: %d traced events (%d ring-buffer events) over %.1f s of guest'
+        ' trace time: %.0f traced events/s' % (len(evs), stored, span, len(evs) / span if span else 0))
+    log('FIGURES wire: %d bytes (agent STATS) = %.1f bytes/traced event, %.1f bytes/rb event'
+        % (wire, wire / max(1, len(evs)), wire / max(1, stored)))
+    log('FIGURES store: %d bytes db = %.1f bytes/traced event' % (dbsize, dbsize / max(1, len(evs))))
+    log('FIGURES host CPU: %.2f s = %.1f us/traced event' % (run.ha_cpu, run.ha_cpu * 1e6 / max(1, len(evs))))
+    gc = agent_cpu(run)
+    log('FIGURES guest agent CPU: STATS %.2f s, /proc %s s = %.1f us/traced event (TCG)'
+        % (cpu_ns / 1e9, gc, cpu_ns / 1e3 / max(1, len(evs))))
+    log('stacks verified against the guest map: %d events' % kinds.get('stack_id', 0))
+    run.cleanup()
+
+
+def t_resets(args):
+    kout, initrd = build(args)
+    n = 50
+    run = boot_plain(args, kout, initrd, 'resets', 'resets',
+                     extra=['stackmap.e2s_resets=%d' % n])
+    b, evs, maps = common_checks(run)
+    counts(run, b, evs)
+    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    check('RESETS %d' % n in run.markers(), 'the guest did not make %d resets' % n)
+    check(b['epochs'] == n + 1, '%d epochs stored, want %d' % (b['epochs'], n + 1))
+    ep = {e['stack']['epoch'] for e in evs if e['stack']['kind'] == 'stack_id'}
+    log('stack kinds: %s; events in %d distinct epochs; %d events unverified (racy dumps);'
+        ' guest maps of %d epochs' % (kinds, len(ep), unv, len(maps)))
+    check(len(ep) > n // 2, 'events in only %d epochs' % len(ep))
+    run.cleanup()
+
+
+def t_crash(args):
+    kout, initrd = build(args)
+    rnd = random.Random(args.seed)
+    for i in range(3):
+        crash_ms = rnd.randint(4000, 14000)
+        log('--- crash %d: seed %d, panic %d ms after the workload starts' % (i, args.seed, crash_ms))
+        run = Run(args, 'crash-%d' % i, BOOT_TRACE + ['stackmap.e2s_mode=crash',
+                                                      'stackmap.e2s_crash_ms=%d' % crash_ms])
+        run.start_agent()
+        proc = run.launch(initrd, kout)
+        rc = proc.wait()
+        time.sleep(3)
+        run.reap_agent(signal.SIGTERM)
+        text = run.text()
+        check('sysrq: Trigger a crash' in text, 'the guest did not crash (launch %d)' % rc)
+        check(rc == 1, 'launch exited %d, want 1 (pvpanic)' % rc)
+        marks = [int(m.split()[1]) for m in run.markers() if re.match(r'^MARK \d+$', m)]
+        b, evs, _ = common_checks(run, expect_ended='crashed')
+        check(b['lost_frames'] == 0, 'LOST frames %d' % b['lost_frames'])
+        stored_marks = set()
+        for e in evs:
+            m = re.search(r'e2s-mark (\d+)', e['event'])
+            if m:
+                stored_marks.add(int(m.group(1)))
+        unres = [e for e in evs if e['stack']['kind'] == 'unresolved']
+        check(not unres, '%d stored events unresolved, e.g. %s' % (len(unres), unres[:1]))
+        check(marks, 'no MARK before the crash')
+        missing = [m for m in marks if m not in stored_marks]
+        check(not missing, 'marks %s were on the console before the crash but are not stored'
+              % missing)
+        last = evs[-5:]
+        for e in last:
+            check(e['stack']['kind'] in ('stack_id', 'full', 'none'), 'last events: %s' % e)
+        nk = sum(1 for e in evs if e['stack']['kind'] == 'stack_id')
+        log('crash %d: %d events stored (%d with stack_id, all resolved), marks 1..%d all'
+            ' stored (stored up to %d), last event %s'
+            % (i, len(evs), nk, max(marks), max(stored_marks), evs[-1]['event'][:70]))
+        run.cleanup()
+
+
+def t_kill(args):
+    kout, initrd = build(args)
+    run = boot_plain(args, kout, initrd, 'kill', 'steady', seconds=20, kill_at=5)
+    b, evs, maps = common_checks(run)
+    counts(run, b, evs)
+    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    check(unv == 0, '%d unverified' % unv)
+    log('host-agent started %d times; stack kinds %s; dup frames %d' % (
+        run.ha_starts, kinds, db_sum(run, 'SELECT SUM(dup_frames) FROM streams')))
+    run.cleanup()
+
+
+def t_late(args):
+    kout, initrd = build(args)
+    # the guest traces for a while before stackmap-guestd starts (its ring buffer
+    # holds what it can), and host-agent starts 20 s after the guest streams
+    run = boot_plain(args, kout, initrd, 'late', 'steady', seconds=25, late_s=20,
+                     extra=['stackmap.e2s_delay=6'])
+    b, evs, maps = common_checks(run)
+    gs, _ = counts(run, b, evs, expect_lost=True)
+    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    check(unv == 0, '%d unverified' % unv)
+    log('stack kinds %s; LOST reported %d (guest overrun %d, dropped %d)'
+        % (kinds, b['lost_events'], gs.get('overrun', 0), gs.get('dropped events', 0)))
+    run.cleanup()
+
+
+def t_full(args):
+    kout, initrd = build(args)
+    run = boot_plain(args, kout, initrd, 'full', 'full', seconds=15,
+                     extra=['ftrace_stackmap.bits=10'])
+    b, evs, maps = common_checks(run)
+    counts(run, b, evs)
+    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    st = [m for m in run.markers() if m.startswith('map: ')]
+    log('guest %s' % st)
+    drops = stat_value(run, 4)
+    log('stack kinds %s; map drops (STATS) %d' % (kinds, drops))
+    check(drops > 0, 'the map never filled (no drops): workload too narrow')
+    check(kinds.get('full', 0) > 0, 'no full stack stored although the map dropped')
+    run.cleanup()
+
+
+SCENARIOS = {'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
+             'kill': t_kill, 'late': t_late, 'full': t_full}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('scenario', choices=sorted(SCENARIOS))
+    ap.add_argument('--host-agent', required=True)
+    ap.add_argument('--guestd', required=True)
+    ap.add_argument('--workdir', default='e2s-work')
+    ap.add_argument('--seed', type=int, default=int(os.environ.get('E2S_SEED', '7')))
+    args = ap.parse_args()
+    args.workdir = os.path.abspath(args.workdir)
+    try:
+        SCENARIOS[args.scenario](args)
+    except Fail as e:
+        log('FAIL: %s' % e)
+        return 1
+    log('PASS: %s' % args.scenario)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
