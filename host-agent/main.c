@@ -18,6 +18,9 @@
 
 #include "attach.h"
 #include "config.h"
+#ifdef HA_HAVE_LIBVIRT
+#include "fleet.h"
+#endif
 #include "qmp.h"
 #include "report.h"
 #include "source.h"
@@ -32,6 +35,7 @@ typedef struct {
 	char *qmp;	/* --qmp PATH: QEMU's QMP socket, for GUEST_PANICKED */
 	char *domain;	/* --domain NAME: a libvirt domain */
 	char *uri;	/* --connect URI: libvirt connection (default: libvirt's) */
+	gboolean all;	/* --all-domains: every libvirt domain with the channel */
 } HaWatch;
 
 static gboolean on_signal(gpointer loop)
@@ -94,26 +98,51 @@ static int serve(HaConfig *cfg, const HaWatch *w, const char *db)
 	return 0;
 }
 
+/* --all-domains: one store per domain, each locked by the fleet (fleet.h). */
+static int serve_fleet(HaConfig *cfg, const HaWatch *w)
+{
+#ifdef HA_HAVE_LIBVIRT
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaFleet) fleet = NULL;
+	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+	HaLimits lim;
+
+	ha_config_limits(cfg, &lim);
+	fleet = ha_fleet_new(w->uri, cfg->state_dir, &lim);
+	if (!ha_fleet_start(fleet, &e)) {
+		g_printerr("host-agent: %s\n", e->message);
+		return 1;
+	}
+	g_unix_signal_add(SIGTERM, on_signal, loop);
+	g_unix_signal_add(SIGINT, on_signal, loop);
+	g_main_loop_run(loop);
+	g_clear_pointer(&fleet, ha_fleet_free);	/* records how the streams ended */
+	return 0;
+#else
+	return 2;
+#endif
+}
+
 static int run_daemon(HaConfig *cfg, const HaWatch *w)
 {
 	g_autofree char *db = NULL;
 	g_autofree char *lock = NULL;
 	int lock_fd, rc;
 
-	if (!!cfg->socket + !!cfg->listen + !!w->domain != 1) {
-		g_printerr("host-agent: give exactly one of --socket PATH, --listen PATH or"
-			   " --domain NAME\n");
+	if (!!cfg->socket + !!cfg->listen + !!w->domain + !!w->all != 1) {
+		g_printerr("host-agent: give exactly one of --socket PATH, --listen PATH,"
+			   " --domain NAME or --all-domains\n");
 		return 2;
 	}
-	if (w->qmp && w->domain) {
+	if (w->qmp && (w->domain || w->all)) {
 		g_printerr("host-agent: --qmp is for plain QEMU; with --domain, libvirt's"
 			   " lifecycle events report crashes\n");
 		return 2;
 	}
 #ifndef HA_HAVE_LIBVIRT
-	if (w->domain) {
+	if (w->domain || w->all) {
 		g_printerr("host-agent: built without libvirt (libvirt-dev, libvirt-glib-1.0-dev):"
-			   " --domain is not available\n");
+			   " --domain and --all-domains are not available\n");
 		return 2;
 	}
 #endif
@@ -122,6 +151,8 @@ static int run_daemon(HaConfig *cfg, const HaWatch *w)
 			   g_strerror(errno));
 		return 1;
 	}
+	if (w->all)
+		return serve_fleet(cfg, w);
 	db = ha_config_db_path(cfg);
 	/* One daemon per domain: a second one would fight over the resume points. */
 	lock = g_strconcat(db, ".lock", NULL);
@@ -217,6 +248,9 @@ int main(int argc, char **argv)
 		{ "domain", 0, 0, G_OPTION_ARG_STRING, &watch.domain,
 		  "A libvirt domain: its org.stackmap.0 channel and lifecycle (also for"
 		  " attach/detach; the store's name defaults to it)", "NAME" },
+		{ "all-domains", 0, 0, G_OPTION_ARG_NONE, &watch.all,
+		  "Every libvirt domain with the org.stackmap.0 channel, each into its own"
+		  " store, domains coming and going", NULL },
 		{ "connect", 0, 0, G_OPTION_ARG_STRING, &watch.uri,
 		  "libvirt URI for --domain (default: libvirt's)", "URI" },
 		{ "qmp", 0, 0, G_OPTION_ARG_FILENAME, &watch.qmp,
