@@ -27,10 +27,14 @@ Ground truth (the heart of every scenario):
     the host's count larger. (Equal (cpu, ts, text) tuples are no evidence: under
     TCG the trace clock is coarse, and a names_cache object freed and reallocated
     gives the same text at the same timestamp many times over.)
-  * Crash. The guest writes "e2s-mark N" to trace_marker, waits 300 ms (30x the
-    10 ms flush window) and only then prints "MARK N" on the console; a panic comes
-    at a seeded random moment from a background timer. Every MARK the console shows
-    must be stored and the boot must be marked crashed (host-agent --qmp).
+  * Crash. The guest writes "e2s-mark N" to trace_marker, waits 300 ms and only
+    then prints "MARK N" on the console, in a loop with the slab workload; a
+    background timer fires at a seeded random moment, writes "e2s-precrash" to
+    trace_marker, waits 20 ms (twice the 10 ms flush window) and panics. Every MARK
+    the console shows and the precrash marker must be stored, every stored stack_id
+    must resolve, and the boot must be marked crashed (host-agent --qmp). Printed:
+    how long before the panic (printk clock, same sched_clock as the trace clock
+    here) the newest stored event was committed.
 What this does not prove: that the pairing of a stack event with its traced
 event is right (the stack is checked per stack_id and epoch, not per event).
 """
@@ -501,6 +505,14 @@ def t_crash(args):
         missing = [m for m in marks if m not in stored_marks]
         check(not missing, 'marks %s were on the console before the crash but are not stored'
               % missing)
+        pre = [e['ts'] for e in evs if 'e2s-precrash' in e['event']]
+        check(pre,
+              'the marker written 20 ms before the panic is not stored')
+        pm = re.search(r'\[ *(\d+)\.(\d+)\] sysrq: Trigger a crash', text)
+        if pm:
+            pts = int(pm.group(1)) * 10**9 + int(pm.group(2)) * 1000
+            log('crash %d: precrash marker %.1f ms, newest stored event %.1f ms before'
+                ' the panic' % (i, (pts - pre[0]) / 1e6, (pts - max(e['ts'] for e in evs)) / 1e6))
         last = evs[-5:]
         for e in last:
             check(e['stack']['kind'] in ('stack_id', 'full', 'none'), 'last events: %s' % e)

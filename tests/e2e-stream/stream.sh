@@ -14,6 +14,8 @@
 #   stats.txt    per-CPU stats after the agent exited
 # and console lines "STACKMAP-E2E: MARK N" after trace_marker "e2s-mark N" was
 # written and 300 ms passed (mode crash), "AGENT_CPU_TICKS", "AGENT_EXIT".
+# In mode crash a background timer writes "e2s-precrash" to trace_marker, waits
+# 20 ms (twice the agent's 10 ms flush window) and panics with sysrq-c.
 . /scenarios/lib.sh
 mode=$(param e2s_mode steady)
 seconds=$(param e2s_seconds 15)
@@ -74,7 +76,9 @@ resets)
 	;;
 crash)
 	( sleep "$(echo "$crash_ms" | awk '{ printf "%.3f", $1 / 1000 }')"
-	  say "CRASHING"; echo c > /proc/sysrq-trigger ) &
+	  echo "e2s-precrash" > $T/trace_marker
+	  sleep 0.02
+	  echo c > /proc/sysrq-trigger ) &
 	n=0
 	while :; do
 		work
