@@ -187,9 +187,12 @@ static bool layout_ok(const HaTep *t, const uint8_t *data, uint32_t size, GError
 		type_len = t->big_endian ? w >> 27 : w & 0x1f;
 		switch (type_len) {
 		case KBUFFER_TYPE_PADDING: {
-			/* array[0] may lie past the commit for a tail pad: padded zeros */
+			/* array[0] may lie past the commit for a tail pad: padded zeros.
+			 * kbuffer adds it as an int: from 2^31 on it goes backwards. */
 			uint32_t l = rd4(t, data + off + 4);
 
+			if (l >= 0x80000000u)
+				goto bad;
 			if (l > size)
 				l = size;	/* ends the walk, like kbuffer */
 			next = off + 4 + l;

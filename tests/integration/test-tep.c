@@ -131,11 +131,21 @@ static void test_hostile_pages(HaTep *t)
 	      e ? e->message : "accepted");
 	g_clear_error(&e);
 
+	commit = 8;	/* padding with a negative length (as kbuffer's int): would loop */
+	memcpy(buf + 8, &commit, 8);
+	w = 29;
+	memcpy(buf + 16, &w, 4);
+	w = 0xffffffecu;
+	memcpy(buf + 20, &w, 4);
+	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) < 0, "negative padding length: %s",
+	      e ? e->message : "accepted");
+	g_clear_error(&e);
+
 	commit = 8;	/* padding with a huge length: the walk just ends */
 	memcpy(buf + 8, &commit, 8);
 	w = 29;
 	memcpy(buf + 16, &w, 4);
-	w = 0xfffffff0u;
+	w = 0x7ffffff0u;
 	memcpy(buf + 20, &w, 4);
 	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) == 0, "huge padding ends the page");
 	g_clear_error(&e);
