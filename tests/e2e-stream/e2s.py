@@ -63,6 +63,7 @@ MARK = 'STACKMAP-E2E: '
 DOMAIN = 'e2s'
 BOOT_TRACE = ['trace_event=kmem:kmalloc,kmem:kmem_cache_alloc',
               'trace_options=stackmap,stacktrace', 'trace_buf_size=4M']
+BOOT_TRACE_SMALL = BOOT_TRACE[:2] + ['trace_buf_size=512K']
 
 
 class Fail(Exception):
@@ -128,9 +129,22 @@ class Run:
         for a in self.append:
             cmd += ['--append', a]
         self.t0 = time.time()
-        return subprocess.Popen(cmd, stderr=open(os.path.join(self.dir, 'launch.log'), 'w'))
+        self.proc = subprocess.Popen(cmd, start_new_session=True,
+                                     stderr=open(os.path.join(self.dir, 'launch.log'), 'w'))
+        return self.proc
+
+    def kill_guest(self):
+        p = getattr(self, 'proc', None)
+        if p is not None and p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
 
     def text(self):
+        if not os.path.exists(self.console):
+            return ''
         with open(self.console, 'rb') as f:
             return f.read().decode('utf-8', 'replace').replace('\r', '')
 
@@ -400,8 +414,8 @@ def stat_value(run, key):
 # ---------------------------------------------------------------------------
 
 def boot_plain(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
-               kill_at=None):
-    run = Run(args, name, BOOT_TRACE + ['stackmap.e2s_mode=' + mode,
+               kill_at=None, trace=BOOT_TRACE):
+    run = Run(args, name, trace + ['stackmap.e2s_mode=' + mode,
                                         'stackmap.e2s_seconds=%d' % seconds] + list(extra))
     try:
         if not late_s:
@@ -424,6 +438,7 @@ def boot_plain(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
         finish_clean(run, proc)
         return run
     except BaseException:
+        run.kill_guest()
         if run.ha is not None:
             run.reap_agent(signal.SIGKILL)
         raise
@@ -530,23 +545,54 @@ def t_kill(args):
     counts(run, b, evs)
     kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
     check(unv == 0, '%d unverified' % unv)
-    log('host-agent started %d times; stack kinds %s; dup frames %d' % (
-        run.ha_starts, kinds, db_sum(run, 'SELECT SUM(dup_frames) FROM streams')))
+    welcomes = re.findall(r'host WELCOME: resuming at seq (\d+) \((\d+) to resend\)', run.text())
+    check(len(welcomes) == run.ha_starts, 'the guest saw %d WELCOMEs for %d host-agent starts'
+          % (len(welcomes), run.ha_starts))
+    check(all(int(w[0]) > 1 for w in welcomes[1:]), 'a restarted host-agent did not resume: %s'
+          % welcomes)
+    log('host-agent started %d times; guest resumed at %s; stack kinds %s; dup frames %d;'
+        ' resent (STATS) %d' % (run.ha_starts, welcomes, kinds,
+                                db_sum(run, 'SELECT SUM(dup_frames) FROM streams'),
+                                stat_value(run, 18)))
     run.cleanup()
 
 
 def t_late(args):
+    """The guest traces from boot into a small ring buffer (512 KiB per CPU) and
+    overflows it before stackmap-guestd starts; host-agent starts 8 s after the
+    guest streams (within the agent's 16 MiB resend window). What the ring buffer
+    held must all be stored and resolved, and what it overwrote must be reported as
+    LOST, equal to the guest's own overrun count."""
     kout, initrd = build(args)
-    # the guest traces for a while before stackmap-guestd starts (its ring buffer
-    # holds what it can), and host-agent starts 20 s after the guest streams
-    run = boot_plain(args, kout, initrd, 'late', 'steady', seconds=25, late_s=20,
-                     extra=['stackmap.e2s_delay=6'])
+    run = boot_plain(args, kout, initrd, 'late', 'steady', seconds=12, late_s=8,
+                     extra=['stackmap.e2s_delay=8'], trace=BOOT_TRACE_SMALL)
     b, evs, maps = common_checks(run)
     gs, _ = counts(run, b, evs, expect_lost=True)
+    check(gs.get('overrun', 0) > 0, 'the ring buffer did not overflow before the agent'
+          ' started: nothing tested about LOST')
     kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
     check(unv == 0, '%d unverified' % unv)
-    log('stack kinds %s; LOST reported %d (guest overrun %d, dropped %d)'
+    log('stack kinds %s; LOST reported %d events (guest overrun %d, dropped %d)'
         % (kinds, b['lost_events'], gs.get('overrun', 0), gs.get('dropped events', 0)))
+    run.cleanup()
+
+
+def t_late_overflow(args):
+    """host-agent starts so late (30 s) that stackmap-guestd's 16 MiB resend window
+    overflows: the frames it dropped must be reported as LOST (frames), and what it
+    still held must be stored and resolved. Not registered in meson: it fails on a
+    guestd limitation (stack and epoch records dropped with the window are not
+    replayed, so the events after the gap cannot be resolved)."""
+    kout, initrd = build(args)
+    run = boot_plain(args, kout, initrd, 'late-overflow', 'steady', seconds=25, late_s=30)
+    b, evs, maps = common_checks(run)
+    m = re.search(r'(\d+) frames dropped', run.text())
+    check(m and int(m.group(1)) > 0, 'the window did not overflow')
+    check(b['lost_frames'] == int(m.group(1)), 'host LOST frames %d, guest dropped %s'
+          % (b['lost_frames'], m.group(1)))
+    check(b['malformed'] == 0, '%d malformed frames' % b['malformed'])
+    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    log('stack kinds %s; LOST frames %d' % (kinds, b['lost_frames']))
     run.cleanup()
 
 
@@ -567,7 +613,8 @@ def t_full(args):
 
 
 SCENARIOS = {'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
-             'kill': t_kill, 'late': t_late, 'full': t_full}
+             'kill': t_kill, 'late': t_late, 'full': t_full,
+             'late-overflow': t_late_overflow}
 
 
 def main():
