@@ -169,12 +169,18 @@ static uint32_t rd4(const HaTep *t, const uint8_t *p)
 	return t->big_endian ? GUINT32_FROM_BE(v) : GUINT32_FROM_LE(v);
 }
 
+static void wr4(const HaTep *t, uint8_t *p, uint32_t v)
+{
+	v = t->big_endian ? GUINT32_TO_BE(v) : GUINT32_TO_LE(v);
+	memcpy(p, &v, 4);
+}
+
 /*
  * Check that kbuffer's walk of the @size committed bytes at @data stays in bounds and
  * moves forward. @data is the padded page copy: reads up to 8 bytes past the commit
- * stay inside it (PAGE_SLACK).
+ * stay inside it (PAGE_SLACK), and it may be rewritten (see the padding case).
  */
-static bool layout_ok(const HaTep *t, const uint8_t *data, uint32_t size, GError **error)
+static bool layout_ok(const HaTep *t, uint8_t *data, uint32_t size, GError **error)
 {
 	uint32_t off = 0;
 
@@ -187,14 +193,21 @@ static bool layout_ok(const HaTep *t, const uint8_t *data, uint32_t size, GError
 		type_len = t->big_endian ? w >> 27 : w & 0x1f;
 		switch (type_len) {
 		case KBUFFER_TYPE_PADDING: {
-			/* array[0] may lie past the commit for a tail pad: padded zeros.
-			 * kbuffer adds it as an int: from 2^31 on it goes backwards. */
+			/*
+			 * A padding event that reaches past the commit ends the page. Its
+			 * length word is then not a length: array[0] may lie past the commit
+			 * (padded zeros), and 6.1's rb_event_set_padding() (time_delta 0,
+			 * "the rest of the page") leaves a stale word there, anything up to
+			 * 2^32 - 1. kbuffer adds it as an int and a value from 2^31 on can
+			 * send its walk backwards forever, so in our copy (only) make it say
+			 * "the rest of the page" for kbuffer too.
+			 */
 			uint32_t l = rd4(t, data + off + 4);
 
-			if (l >= 0x80000000u)
-				goto bad;
-			if (l > size)
-				l = size;	/* ends the walk, like kbuffer */
+			if (l > size - off - 4) {
+				wr4(t, data + off + 4, size - off - 4);
+				l = size - off - 4;
+			}
 			next = off + 4 + l;
 			break;
 		}

@@ -131,14 +131,19 @@ static void test_hostile_pages(HaTep *t)
 	      e ? e->message : "accepted");
 	g_clear_error(&e);
 
-	commit = 8;	/* padding with a negative length (as kbuffer's int): would loop */
+	/*
+	 * A tail pad of 6.1's rb_event_set_padding() keeps a stale length word, here one
+	 * that kbuffer would add as a negative int and loop on: the page simply ends
+	 * (returning at all is the check that kbuffer's walk does not loop).
+	 */
+	commit = 8;
 	memcpy(buf + 8, &commit, 8);
 	w = 29;
 	memcpy(buf + 16, &w, 4);
 	w = 0xffffffecu;
 	memcpy(buf + 20, &w, 4);
-	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) < 0, "negative padding length: %s",
-	      e ? e->message : "accepted");
+	CHECK(ha_tep_walk_page(t, buf, 64, NULL, NULL, &e) == 0,
+	      "stale padding length from 2^31 on ends the page: %s", e ? e->message : "ok");
 	g_clear_error(&e);
 
 	commit = 8;	/* padding with a huge length: the walk just ends */
