@@ -180,17 +180,19 @@ static void wr4(const HaTep *t, uint8_t *p, uint32_t v)
  * moves forward. @data is the padded page copy: reads up to 8 bytes past the commit
  * stay inside it (PAGE_SLACK), and it may be rewritten (see the padding case).
  */
-static bool layout_ok(const HaTep *t, uint8_t *data, uint32_t size, GError **error)
+static bool layout_ok(const HaTep *t, uint8_t *data, uint32_t size, uint64_t ts,
+		      GError **error)
 {
 	uint32_t off = 0;
 
 	while (off < size) {
-		uint32_t w, type_len, next;
+		uint32_t w, type_len, delta, next;
 
 		if (size - off < 4)
 			goto bad;
 		w = rd4(t, data + off);
 		type_len = t->big_endian ? w >> 27 : w & 0x1f;
+		delta = t->big_endian ? w & 0x7ffffffu : w >> 5;
 		switch (type_len) {
 		case KBUFFER_TYPE_PADDING: {
 			/*
@@ -204,6 +206,7 @@ static bool layout_ok(const HaTep *t, uint8_t *data, uint32_t size, GError **err
 			 */
 			uint32_t l = rd4(t, data + off + 4);
 
+			ts += delta;
 			if (l > size - off - 4) {
 				wr4(t, data + off + 4, size - off - 4);
 				l = size - off - 4;
@@ -212,14 +215,41 @@ static bool layout_ok(const HaTep *t, uint8_t *data, uint32_t size, GError **err
 			break;
 		}
 		case KBUFFER_TYPE_TIME_EXTEND:
+			if (size - off < 8)
+				goto bad;
+			ts += ((uint64_t)rd4(t, data + off + 4) << 27) + delta;
 			next = off + 8;
 			break;
-		case KBUFFER_TYPE_TIME_STAMP:
-			next = off + 16;	/* libtraceevent 1.7 skips 12 bytes */
+		case KBUFFER_TYPE_TIME_STAMP: {
+			/*
+			 * 6.1 writes an 8-byte absolute time stamp, e.g. for the event after
+			 * a discarded reservation (rb_try_to_discard() makes before_stamp
+			 * differ, which forces one) -- the stackmap discards its stack_id
+			 * slot whenever the map refuses an insert. libtraceevent 1.7's
+			 * kbuffer skips 16 bytes for it and misreads the rest of the page.
+			 * In our copy, turn it into the equivalent 8-byte TIME_EXTEND
+			 * relative to the running time stamp, which every kbuffer reads.
+			 */
+			uint64_t abs, d;
+
+			if (size - off < 8)
+				goto bad;
+			abs = ((uint64_t)rd4(t, data + off + 4) << 27) | delta;
+			d = abs > ts ? abs - ts : 0;
+			if (d >= (1ull << 59))
+				d = 0;
+			wr4(t, data + off, t->big_endian ?
+			    (uint32_t)KBUFFER_TYPE_TIME_EXTEND << 27 | (uint32_t)(d & 0x7ffffffu) :
+			    (uint32_t)(d & 0x7ffffffu) << 5 | KBUFFER_TYPE_TIME_EXTEND);
+			wr4(t, data + off + 4, (uint32_t)(d >> 27));
+			ts += d;
+			next = off + 8;
 			break;
+		}
 		case 0: {
 			uint32_t l;
 
+			ts += delta;
 			if (size - off < 8)
 				goto bad;
 			l = rd4(t, data + off + 4);
@@ -231,6 +261,7 @@ static bool layout_ok(const HaTep *t, uint8_t *data, uint32_t size, GError **err
 			break;
 		}
 		default:
+			ts += delta;
 			next = off + 4 + type_len * 4;
 			if (next > size)
 				goto bad;
@@ -282,7 +313,13 @@ static bool load_page(HaTep *t, const uint8_t *data, size_t len, GError **error)
 	if (t->page_used > len)
 		memset(t->page + len, 0, t->page_used - len);
 	t->page_used = len;
-	return layout_ok(t, t->page + hdr, size, error);
+	{
+		uint64_t ts;	/* the page header's time stamp is a u64 on every arch */
+
+		memcpy(&ts, t->page, 8);
+		ts = t->big_endian ? GUINT64_FROM_BE(ts) : GUINT64_FROM_LE(ts);
+		return layout_ok(t, t->page + hdr, size, ts, error);
+	}
 }
 
 static bool read_u(HaTep *t, struct tep_format_field *f, const void *d, uint32_t size,
