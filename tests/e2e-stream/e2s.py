@@ -598,7 +598,9 @@ def t_full(args):
     run = boot_plain(args, kout, initrd, 'full', 'full', seconds=15,
                      extra=['ftrace_stackmap.bits=10'])
     b, evs, maps = common_checks(run)
-    counts(run, b, evs)
+    # The workload is wide on purpose (> 1024 distinct stacks) and outruns the agent
+    # under TCG: what the guest's ring buffer overwrote must be reported exactly.
+    counts(run, b, evs, expect_lost=True)
     kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
     st = [m for m in run.markers() if m.startswith('map: ')]
     log('guest %s' % st)
