@@ -129,9 +129,16 @@ void ha_conn_free(HaConn *c)
 	g_free(c);
 }
 
-gint64 ha_conn_pending_since(const HaConn *c)
+guint ha_conn_commit_due_ms(const HaConn *c)
 {
-	return c->pending_since;
+	gint64 age;
+
+	if (!c->pending_since)
+		return 0;
+	age = g_get_monotonic_time() - c->pending_since;
+	if (age >= HA_COMMIT_DELAY_US)
+		return 0;
+	return (guint)MAX((HA_COMMIT_DELAY_US - age) / 1000, 1);
 }
 
 const HaConnStats *ha_conn_stats(const HaConn *c)

@@ -59,9 +59,16 @@ bool ha_conn_process(HaConn *c, GError **error);
  * when the quota is reached (the batch is then rolled back and not acknowledged). */
 bool ha_conn_flush(HaConn *c, GError **error);
 
-/* Monotonic time (g_get_monotonic_time) of the oldest frame applied but not yet
- * committed, 0 when the batch is empty: the source bounds ACK latency with it. */
-gint64 ha_conn_pending_since(const HaConn *c);
+/*
+ * Group commit, for a source whose input ran dry: milliseconds until the batch is due
+ * (its oldest frame HA_COMMIT_DELAY_US old), 0 when it is due now or empty. Under a
+ * steady stream the batch limits of HaLimits commit it first; a slow stream thus makes
+ * chunks of a quarter second, not one per write (small chunks compress worse). The
+ * delay costs nothing on a guest crash: what reached the host is committed anyway; it
+ * only keeps frames in the guest's resend window a little longer.
+ */
+#define HA_COMMIT_DELAY_US	(250 * 1000)
+guint ha_conn_commit_due_ms(const HaConn *c);
 
 /* Bytes waiting to be written to the guest (owned by @c), and how many were written. */
 const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len);

@@ -34,7 +34,6 @@
 #define BACKOFF_MIN_MS	100u
 #define BACKOFF_MAX_MS	5000u
 #define READS_PER_WAKE	64
-#define COMMIT_DELAY_US	(250 * 1000)	/* as source-socket.c */
 #define CHANNEL_NAME	"org.stackmap.0"
 
 struct _HaLvSource {
@@ -137,14 +136,12 @@ static gboolean on_commit_timer(gpointer user)
 
 static bool input_idle(HaLvSource *s)
 {
-	gint64 since = ha_conn_pending_since(s->conn);
-	gint64 age = since ? g_get_monotonic_time() - since : COMMIT_DELAY_US;
+	guint due = ha_conn_commit_due_ms(s->conn);
 
-	if (age >= COMMIT_DELAY_US)
+	if (!due)
 		return flush(s);
 	if (!s->commit_timer)
-		s->commit_timer = g_timeout_add(MAX((COMMIT_DELAY_US - age) / 1000, 1),
-						on_commit_timer, s);
+		s->commit_timer = g_timeout_add(due, on_commit_timer, s);
 	return write_output(s);
 }
 

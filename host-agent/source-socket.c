@@ -14,15 +14,6 @@
 #define BACKOFF_MIN_MS	100u
 #define BACKOFF_MAX_MS	5000u
 #define READS_PER_WAKE	64	/* then yield to the main loop */
-/*
- * Group commit: when the input runs dry, the batch is committed (and ACKed) once its
- * oldest frame is COMMIT_DELAY_US old; under a steady stream the batch limits of
- * HaLimits commit it first. A slow stream thus makes chunks of a quarter second, not
- * one per write (small chunks compress worse and carry a stack histogram each). The
- * delay costs nothing on a guest crash: what reached the host is committed anyway; it
- * only keeps frames in the guest's window (16 MiB by default) a little longer.
- */
-#define COMMIT_DELAY_US	(250 * 1000)
 
 struct _HaSource {
 	char *path;
@@ -105,14 +96,12 @@ static gboolean on_commit_timer(gpointer user)
 /* The input ran dry: commit now, or when the batch's oldest frame is old enough. */
 static bool input_idle(HaSource *s)
 {
-	gint64 since = ha_conn_pending_since(s->conn);
-	gint64 age = since ? g_get_monotonic_time() - since : COMMIT_DELAY_US;
+	guint due = ha_conn_commit_due_ms(s->conn);
 
-	if (age >= COMMIT_DELAY_US)
+	if (!due)
 		return flush(s);
 	if (!s->commit_timer)
-		s->commit_timer = g_timeout_add(MAX((COMMIT_DELAY_US - age) / 1000, 1),
-						on_commit_timer, s);
+		s->commit_timer = g_timeout_add(due, on_commit_timer, s);
 	write_output(s);
 	return true;
 }
