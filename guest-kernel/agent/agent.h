@@ -53,6 +53,14 @@ struct agent_counters {
 	uint64_t bad_deltas;	/* invalid delta buffers discarded */
 };
 
+/* EPOCH frames remembered after they left the window (see agent_after_gap()). */
+#define EPOCH_HISTORY 64
+
+struct epoch_frame {
+	uint64_t seq;
+	uint8_t rec[SMP_DELTA_EPOCH_SIZE];
+};
+
 struct agent {
 	struct options o;
 	char tracefs[4096];
@@ -88,6 +96,11 @@ struct agent {
 	uint32_t modules_gen;
 	uint64_t meta_lo, meta_hi;
 
+	/* the newest EPOCH frames queued, oldest first: the epoch in effect at any held
+	 * frame, after its EPOCH frame was dropped with the window */
+	struct epoch_frame epochs[EPOCH_HISTORY];
+	uint32_t nr_epochs;
+
 	/* loss and stats as last sent */
 	struct smp_lost_cpu *lost_last;
 	uint64_t lost_frames_last, lost_bytes_last;
@@ -120,5 +133,13 @@ void agent_queue_lost(struct agent *a, bool force);
 void agent_queue_stats(struct agent *a, bool force);
 /* A fresh stream: new stream_id, empty window, delta file reopened, new snapshot. */
 int agent_fresh_stream(struct agent *a);
+/*
+ * The host resumed at @resume_seq but frames from there on were dropped with the
+ * window: it may lack the formats, symbols, epoch and stack records they carried.
+ * Put a new metadata snapshot and the epoch record in effect ahead of the held frames
+ * it lacks (win_splice()), and reopen the delta file so the whole current map follows
+ * them. -errno when that cannot be done (the caller starts a fresh stream).
+ */
+int agent_after_gap(struct agent *a, uint64_t resume_seq);
 
 #endif

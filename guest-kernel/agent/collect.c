@@ -216,10 +216,32 @@ static void delta_try_open(struct agent *a)
 		log_info("reading stack deltas from %s", a->delta.path);
 }
 
+/* Remember the EPOCH frames among the seqs [@from, @to) just queued. */
+static void note_epochs(struct agent *a, uint64_t from, uint64_t to)
+{
+	for (uint64_t seq = from; seq < to; seq++) {
+		uint32_t len;
+		const uint8_t *f = win_frame(a->win, seq, &len);
+		struct epoch_frame *e;
+
+		if (!f || f[6] != SMP_EPOCH || len != SMP_HDR_SIZE + SMP_DELTA_EPOCH_SIZE)
+			continue;
+		if (a->nr_epochs == EPOCH_HISTORY) {
+			memmove(a->epochs, a->epochs + 1,
+				(EPOCH_HISTORY - 1) * sizeof(a->epochs[0]));
+			a->nr_epochs--;
+		}
+		e = &a->epochs[a->nr_epochs++];
+		e->seq = seq;
+		memcpy(e->rec, f + SMP_HDR_SIZE, SMP_DELTA_EPOCH_SIZE);
+	}
+}
+
 static void collect_delta(struct agent *a)
 {
 	for (int round = 0; round < 64 && a->delta.fd >= 0; round++) {
 		struct delta_counts dc = { 0 };
+		struct win_stats ws;
 		size_t bad = 0;
 		long n = delta_read(&a->delta), used;
 
@@ -234,11 +256,17 @@ static void collect_delta(struct agent *a)
 		/* each record once, when whole (a no-op on little-endian guests) */
 		a->delta.le += delta_to_le(a->delta.buf + a->delta.le,
 					   a->delta.len - a->delta.le);
+		win_get_stats(a->win, &ws);
 		used = stream_delta(a->win, a->delta.buf, a->delta.len, 0, &dc, &bad);
 		a->c.stacks += dc.stacks;
 		a->c.epochs += dc.epochs;
-		if (dc.epochs)
+		if (dc.epochs) {
+			struct win_stats after;
+
 			a->map_epoch = dc.last_epoch;
+			win_get_stats(a->win, &after);
+			note_epochs(a, ws.next_seq, after.next_seq);
+		}
 		if (used == -EBADMSG) {
 			a->c.bad_deltas++;
 			log_error("%s returned an invalid record at offset %zu: %zu bytes "
@@ -427,11 +455,132 @@ int agent_fresh_stream(struct agent *a)
 	memset(a->lost_last, 0, a->nr_cpu_dirs * sizeof(*a->lost_last));
 	a->lost_frames_last = a->lost_bytes_last = 0;
 	a->stats_sig_last = 0;
+	a->nr_epochs = 0;
 	/* a new opener starts again with the current epoch and the whole map */
 	delta_close(&a->delta);
 	agent_send_metadata(a, false);
 	delta_try_open(a);
 	return agent_build_hello(a);
+}
+
+/* The newest remembered EPOCH frame before @seq, or NULL. */
+static const struct epoch_frame *epoch_before(const struct agent *a, uint64_t seq)
+{
+	for (uint32_t i = a->nr_epochs; i-- > 0;)
+		if (a->epochs[i].seq < seq)
+			return &a->epochs[i];
+	return NULL;
+}
+
+#define TYPE_BIT(t) (1ull << (t))
+
+int agent_after_gap(struct agent *a, uint64_t resume_seq)
+{
+	uint64_t types = win_gap_types(a->win);
+	bool meta = types & (TYPE_BIT(SMP_FORMAT) | TYPE_BIT(SMP_KSYMS) |
+			     TYPE_BIT(SMP_MODULES));
+	bool stacks = types & (TYPE_BIT(SMP_STACKS) | TYPE_BIT(SMP_EPOCH));
+	struct win *held = a->win, *front;
+	struct win_stats fs;
+	const struct epoch_frame *e = NULL;
+	struct epoch_frame lead = { 0 };
+	uint64_t first, meta_lo = 0, meta_hi = 0;
+	size_t headroom = 0;
+	int64_t at, shift = 0;
+	uint32_t keep = 0;
+	int r;
+
+	if (!meta && !stacks) {
+		/* pages, LOST, STATS: the gap is the loss, the host can parse the rest */
+		win_gap_seen(held);
+		return 0;
+	}
+	/* what the kernel handed over before the reopen belongs with the held frames */
+	if (stacks)
+		collect_delta(a);
+	r = win_new((size_t)a->o.window_kb * 1024, (uint32_t)a->o.window_frames, &front);
+	if (r < 0)
+		goto fresh;
+	if (meta) {
+		a->win = front;
+		r = agent_send_metadata(a, true);
+		a->win = held;
+		if (r < 0)
+			goto fresh_free;
+		meta_lo = a->meta_lo;
+		meta_hi = a->meta_hi;
+		/*
+		 * Keep at most half the window: the snapshot goes out first, but until it
+		 * is written new pages keep coming, and in a full window each would push
+		 * out the oldest frame, the snapshot itself.
+		 */
+		headroom = (size_t)a->o.window_kb * 1024 / 2;
+	}
+	win_get_stats(front, &fs);
+	/* held STACKS frames need the EPOCH frame in effect where the kept ones start */
+	first = win_splice_first_kept(held, fs.bytes + headroom +
+				      (stacks ? SMP_HDR_SIZE + SMP_DELTA_EPOCH_SIZE : 0),
+				      fs.frames + (stacks ? 1 : 0) +
+				      (headroom ? (uint32_t)(a->o.window_frames / 2) : 0),
+				      resume_seq);
+	if (stacks) {
+		e = epoch_before(a, first);
+		if (e && win_append(front, SMP_EPOCH, e->rec, SMP_DELTA_EPOCH_SIZE) < 0)
+			goto fresh_free;
+		if (!e && a->c.epochs)
+			log_warning("the epoch in effect at seq %" PRIu64 " is no longer "
+				    "known: stack records held from before the next epoch "
+				    "will be refused", first);
+	}
+	at = win_splice(held, front, resume_seq, first, &shift);
+	win_free(front);
+	if (at < 0) {
+		r = (int)at;
+		goto fresh;
+	}
+	if (meta) {
+		/* the snapshot now starts at (at - shift); front seqs started at 1 */
+		a->meta_lo = (uint64_t)(at - shift) + meta_lo - 1;
+		a->meta_hi = (uint64_t)(at - shift) + meta_hi - 1;
+	}
+	/* remembered EPOCH frames move with the kept frames; the one re-sent leads */
+	for (uint32_t i = 0; i < a->nr_epochs; i++)
+		if (a->epochs[i].seq >= first)
+			keep++;
+	if (e && keep < EPOCH_HISTORY) {
+		lead.seq = (uint64_t)at - 1;
+		memcpy(lead.rec, e->rec, SMP_DELTA_EPOCH_SIZE);
+	}
+	memmove(a->epochs + (lead.seq ? 1 : 0), a->epochs + a->nr_epochs - keep,
+		keep * sizeof(a->epochs[0]));
+	for (uint32_t i = 0; i < keep; i++)
+		a->epochs[i + (lead.seq ? 1 : 0)].seq += (uint64_t)shift;
+	if (lead.seq)
+		a->epochs[0] = lead;
+	a->nr_epochs = keep + (lead.seq ? 1 : 0);
+	if (a->bye_seq)
+		a->bye_seq = a->bye_seq >= first ? a->bye_seq + (uint64_t)shift : 0;
+	win_get_stats(held, &fs);
+	log_notice("frames %" PRIu64 "..%" PRIu64 " were dropped before the host got them: "
+		   "sending %s%s ahead of the %" PRIu64 " frames held%s", resume_seq,
+		   (uint64_t)at - (uint64_t)shift - 1, meta ? "a new snapshot" : "",
+		   e ? (meta ? " and the epoch in effect" : "the epoch in effect") : "",
+		   fs.next_seq - (uint64_t)at,
+		   stacks ? ", the whole stack map after them" : "");
+	if (stacks) {
+		/* a new opener gets the current epoch and the whole map: after them */
+		delta_close(&a->delta);
+		delta_try_open(a);
+	}
+	return 0;
+
+fresh_free:
+	a->win = held;
+	win_free(front);
+fresh:
+	log_error("cannot put what the host lacks ahead of the held frames: %s",
+		  strerror(-r));
+	return r;
 }
 
 static int read_facts(struct agent *a)

@@ -256,13 +256,7 @@ static void handle_actions(struct agent *a, int act)
 		return;
 	}
 	if (act & SESS_ACT_WELCOME) {
-		a->t_hello = 0;
-		/* the host lacks part of the snapshot and the window cannot supply it */
-		if (win_missing(a->win, a->meta_lo, a->meta_hi, a->sess.resume_seq)) {
-			log_notice("metadata frames were dropped before the host got them: "
-				   "sending a new snapshot");
-			(void)agent_send_metadata(a, true);
-		}
+		a->t_hello = 0;	/* a gap at the resume point: see write_port() */
 	}
 }
 
@@ -297,6 +291,14 @@ static void write_port(struct agent *a)
 	if (!a->connected)
 		return;
 	r = sess_flush(&a->sess, port_write, &a->port);
+	if (r == SESS_FLUSH_GAP) {
+		/* frames the host lacks left the window (it was away, or slower than us) */
+		if (agent_after_gap(a, win_gap_from(a->win)) < 0) {
+			handle_actions(a, SESS_ACT_FRESH);
+			return;
+		}
+		r = sess_flush(&a->sess, port_write, &a->port);
+	}
 	if (r == 0 || r == -EAGAIN)
 		return;
 	if (r == -ENODEV) {

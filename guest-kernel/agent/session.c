@@ -242,6 +242,9 @@ int sess_flush(struct session *s, batch_write_fn fn, void *ctx)
 	for (;;) {
 		int r;
 
+		if (s->state == SESS_UP && batch_pending(&s->out) == 0 &&
+		    win_gap_from(s->win))
+			return SESS_FLUSH_GAP;
 		fill(s);
 		if (batch_pending(&s->out) == 0)
 			return 0;

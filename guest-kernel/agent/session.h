@@ -73,8 +73,13 @@ int sess_input(struct session *s, const void *buf, size_t len);
 
 /* Anything to write now? */
 bool sess_want_write(struct session *s);
-/* Move frames into the output batch and write them: 0 when all is out, -EAGAIN when
- * the writer would block, or the writer's error. */
+/*
+ * Move frames into the output batch and write them: 0 when all is out, -EAGAIN when
+ * the writer would block, or the writer's error. SESS_FLUSH_GAP when everything before
+ * a gap is out (win_gap_from()): what the host lacks must go ahead of the frames after
+ * it (agent_after_gap()); then flush again.
+ */
+#define SESS_FLUSH_GAP 1
 int sess_flush(struct session *s, batch_write_fn fn, void *ctx);
 
 #endif

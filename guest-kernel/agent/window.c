@@ -44,6 +44,8 @@ struct win {
 	uint64_t dropped_frames;
 	uint64_t dropped_bytes;
 	uint64_t resent_frames;
+	uint64_t gap_from;	/* the first frame dropped before it was sent, 0: none */
+	uint64_t gap_types;	/* 1 << type of every frame dropped since the gap was seen */
 };
 
 /* The largest frame the window must always be able to hold. */
@@ -99,6 +101,10 @@ static void drop_oldest(struct win *w, int count_loss)
 	if (count_loss) {
 		w->dropped_frames++;
 		w->dropped_bytes += d->len - SMP_HDR_SIZE;
+		if (!w->gap_from && w->oldest_seq >= w->send_seq)
+			w->gap_from = w->oldest_seq;
+		if (w->arena[d->off + 6] < 64)
+			w->gap_types |= 1ull << w->arena[d->off + 6];
 	}
 	w->bytes -= d->len;
 	w->first = (w->first + 1) % w->max_frames;
@@ -244,6 +250,8 @@ int win_resume(struct win *w, uint64_t resume_seq)
 	if (resume_seq == 0 || resume_seq > w->sent_hi + 1)
 		return -ERANGE;
 	w->send_seq = resume_seq < w->oldest_seq ? w->oldest_seq : resume_seq;
+	/* what this host will never get starts at its resume point, if anywhere */
+	w->gap_from = resume_seq < w->oldest_seq ? resume_seq : 0;
 	return 0;
 }
 
@@ -262,15 +270,8 @@ uint64_t win_reset(struct win *w)
 	w->dropped_frames = 0;
 	w->dropped_bytes = 0;
 	w->resent_frames = 0;
+	win_gap_seen(w);
 	return n;
-}
-
-bool win_missing(const struct win *w, uint64_t lo, uint64_t hi, uint64_t resume_seq)
-{
-	uint64_t first = lo > resume_seq ? lo : resume_seq;
-
-	/* frames below oldest_seq were ACKed (< resume_seq) or dropped */
-	return lo <= hi && first <= hi && first < w->oldest_seq;
 }
 
 void win_get_stats(const struct win *w, struct win_stats *ret)
@@ -285,4 +286,138 @@ void win_get_stats(const struct win *w, struct win_stats *ret)
 	ret->dropped_frames = w->dropped_frames;
 	ret->dropped_bytes = w->dropped_bytes;
 	ret->resent_frames = w->resent_frames;
+}
+
+uint64_t win_gap_from(const struct win *w)
+{
+	return w->gap_from;
+}
+
+uint64_t win_gap_types(const struct win *w)
+{
+	return w->gap_types;
+}
+
+void win_gap_seen(struct win *w)
+{
+	w->gap_from = 0;
+	w->gap_types = 0;
+}
+
+const uint8_t *win_frame(const struct win *w, uint64_t seq, uint32_t *ret_len)
+{
+	const struct win_desc *d;
+
+	if (seq < w->oldest_seq || seq >= next_seq(w))
+		return NULL;
+	d = desc_at(w, (uint32_t)(seq - w->oldest_seq));
+	if (ret_len)
+		*ret_len = d->len;
+	return w->arena + d->off;
+}
+
+/* The first held frame the host lacks after a WELCOME at @resume_seq. */
+static uint64_t first_lacking(const struct win *w, uint64_t resume_seq)
+{
+	return resume_seq > w->oldest_seq ? resume_seq : w->oldest_seq;
+}
+
+uint64_t win_splice_first_kept(const struct win *w, size_t front_bytes,
+			       uint32_t front_frames, uint64_t resume_seq)
+{
+	uint64_t lo = first_lacking(w, resume_seq), seq = next_seq(w);
+	size_t bytes = front_bytes;
+	uint32_t frames = front_frames;
+
+	/* Rebuilt from offset 0 without wrapping: fitting is a plain sum. */
+	while (seq > lo) {
+		const struct win_desc *d = desc_at(w, (uint32_t)(seq - 1 - w->oldest_seq));
+
+		if (bytes + d->len > w->cap || frames + 1 > w->max_frames)
+			break;
+		bytes += d->len;
+		frames++;
+		seq--;
+	}
+	return seq;
+}
+
+static void reseal_into(uint8_t *arena, size_t *off, struct win_desc *d,
+			const uint8_t *frame, uint32_t len, uint64_t seq)
+{
+	long r;
+
+	memcpy(arena + *off, frame, len);
+	r = smp_frame_seal(arena + *off, frame[6], 0, seq, len - SMP_HDR_SIZE);
+	assert(r > 0);
+	(void)r;
+	d->off = *off;
+	d->len = len;
+	*off += len;
+}
+
+int64_t win_splice(struct win *w, struct win *front, uint64_t resume_seq,
+		   uint64_t keep_from, int64_t *ret_shift)
+{
+	uint64_t lo = first_lacking(w, resume_seq), nx = next_seq(w), first, seq;
+	struct win_desc *desc;
+	uint8_t *arena;
+	size_t off = 0;
+	uint32_t n = 0;
+
+	assert(!w->reserved && !front->reserved);
+	if (front->bytes > w->cap || front->count > w->max_frames)
+		return -EMSGSIZE;
+	first = win_splice_first_kept(w, front->bytes, front->count, resume_seq);
+	if (first < keep_from)
+		first = keep_from < nx ? keep_from : nx;
+	arena = malloc(w->cap);
+	desc = calloc(w->max_frames, sizeof(*desc));
+	if (!arena || !desc) {
+		free(arena);
+		free(desc);
+		return -ENOMEM;
+	}
+	/*
+	 * The host expects @resume_seq; it will never get the frames from there to
+	 * first - 1 (dropped before, or now): that is the gap it sees and records, so the
+	 * front frames take the seqs from @first on.
+	 */
+	for (uint32_t i = 0; i < front->count; i++, n++) {
+		const struct win_desc *d = desc_at(front, i);
+
+		reseal_into(arena, &off, &desc[n], front->arena + d->off, d->len, first + n);
+	}
+	for (seq = first; seq < nx; seq++, n++) {
+		const struct win_desc *d = desc_at(w, (uint32_t)(seq - w->oldest_seq));
+
+		reseal_into(arena, &off, &desc[n], w->arena + d->off, d->len,
+			    seq + front->count);
+	}
+	for (seq = lo; seq < first; seq++) {
+		const struct win_desc *d = desc_at(w, (uint32_t)(seq - w->oldest_seq));
+
+		w->dropped_frames++;
+		w->dropped_bytes += d->len - SMP_HDR_SIZE;
+	}
+	if (ret_shift)
+		*ret_shift = (int64_t)front->count;
+	free(w->arena);
+	free(w->desc);
+	w->arena = arena;
+	w->desc = desc;
+	w->first = 0;
+	w->count = n;
+	w->bytes = off;
+	w->oldest_seq = first;
+	w->send_seq = first;
+	/* frames below the resume point are the host's; from @first on all is new */
+	if (resume_seq - 1 > w->acked)
+		w->acked = resume_seq - 1;
+	if (w->sent_hi > first - 1)
+		w->sent_hi = first - 1;
+	win_gap_seen(w);
+	seq = first + front->count;
+	win_reset(front);
+	return (int64_t)seq;
 }

@@ -20,6 +20,8 @@
  *   win_resume()   after a WELCOME: the cursor goes back to resume_seq (or the oldest
  *                  frame still held); frames sent before are resealed RESENT.
  *   win_reset()    a fresh stream: everything is dropped, seq starts again at 1.
+ *   win_splice()   after a gap: frames the host must get first (a new metadata
+ *                  snapshot) go ahead of the held frames it lacks, seqs stay contiguous.
  *
  * Single-threaded; nothing here does I/O.
  */
@@ -89,13 +91,47 @@ int win_resume(struct win *w, uint64_t resume_seq);
  * Returns the number of frames that were dropped unacknowledged. */
 uint64_t win_reset(struct win *w);
 
-/*
- * After a resume at @resume_seq: will the host miss any frame of the range [@lo, @hi]
- * (e.g. a metadata snapshot)? True when a frame in it that the host does not hold
- * (>= @resume_seq) has already left the window (dropped, never ACKed).
- */
-bool win_missing(const struct win *w, uint64_t lo, uint64_t hi, uint64_t resume_seq);
-
 void win_get_stats(const struct win *w, struct win_stats *ret);
+
+/*
+ * Where the gap the host will see starts (0: none): the first frame dropped before
+ * it was handed to the sender, or after win_resume() the resume point when frames
+ * from there on are gone. Cleared by win_splice() and win_reset().
+ */
+uint64_t win_gap_from(const struct win *w);
+/* 1 << type of every frame dropped unacknowledged since the last win_gap_seen(),
+ * win_splice() or win_reset(): what the host may lack besides pages. */
+uint64_t win_gap_types(const struct win *w);
+/* The caller dealt with the gap (nothing it lacks needs sending again). */
+void win_gap_seen(struct win *w);
+
+/* The frame of @seq if it is still held, else NULL (valid as for win_next()). */
+const uint8_t *win_frame(const struct win *w, uint64_t seq, uint32_t *ret_len);
+
+/*
+ * After a WELCOME at @resume_seq that leaves a gap (frames the host lacks were dropped,
+ * so it may lack what they carried: formats, symbols, stack records), the frames of
+ * @front must reach the host before the held frames it lacks. win_splice() rebuilds @w
+ * as: the frames of @front, then the held frames >= @keep_from, all resealed with
+ * contiguous seqs, so that the host sees one gap whose size is every frame it will
+ * never get. Held frames below @resume_seq are delivered (dropped, not counted);
+ * held frames the host lacks below @keep_from, and more of the oldest when @front and
+ * the rest do not fit, are dropped and counted. @front is emptied.
+ *
+ * Returns the seq the first kept held frame now has (or the next seq if none is
+ * kept) and sets *ret_shift to the amount added to the seq of every kept frame
+ * (a caller that remembers seqs of held frames moves them by it). -EMSGSIZE when
+ * @front alone does not fit, -ENOMEM: @w is unchanged in both cases.
+ */
+int64_t win_splice(struct win *w, struct win *front, uint64_t resume_seq,
+		   uint64_t keep_from, int64_t *ret_shift);
+
+/*
+ * The seq of the oldest held frame win_splice() would keep if @front_bytes bytes
+ * (headers included) in @front_frames frames went ahead: for a caller that must add
+ * a frame to the front that depends on where the kept frames start.
+ */
+uint64_t win_splice_first_kept(const struct win *w, size_t front_bytes,
+			       uint32_t front_frames, uint64_t resume_seq);
 
 #endif

@@ -285,9 +285,11 @@ struct rx {
 	unsigned page_count[MAX_PAGES];
 	unsigned stack_count[MAX_STACKS];
 	uint64_t stack_order_errors;
+	uint64_t stack_epoch_errors;	/* a stack record tagged for another epoch */
 	uint32_t last_stack_id;
 	unsigned pages, stacks, epochs, formats, lost, stats, byes;
 	unsigned after_bye;	/* frames applied after BYE */
+	unsigned pages_unparsable;	/* PAGE before any header_page FORMAT */
 	uint64_t epoch_list[16];
 	unsigned page_errors, malformed, decode_errors, dups, resent_flags, unknown_rx;
 	uint64_t gap_frames;
@@ -372,8 +374,10 @@ static void apply_stacks(struct rx *r, const struct smp_frame *f)
 		if (r->stacks && slot != smp_id_slot(r->last_stack_id) + 1)
 			r->stack_order_errors++;
 		if (r->epochs && smp_id_tag(rec.stack_id) !=
-		    smp_epoch_tag(r->epoch_list[(r->epochs - 1) % 16]))
+		    smp_epoch_tag(r->epoch_list[(r->epochs - 1) % 16])) {
 			r->stack_order_errors++;
+			r->stack_epoch_errors++;
+		}
 		r->last_stack_id = rec.stack_id;
 		r->stack_count[slot]++;
 		r->stacks++;
@@ -433,6 +437,8 @@ static void apply(struct rx *r, const struct smp_frame *f)
 	}
 	switch (f->type) {
 	case SMP_PAGE:
+		if (!strstr(r->format_names, "header_page "))
+			r->pages_unparsable++;
 		apply_page(r, f);
 		break;
 	case SMP_STACKS:
@@ -1074,10 +1080,93 @@ static void scenario_drop(void)
 			newest += rx.page_count[i] == 1;
 		is_int(newest, 20, "the newest pages are the ones kept");
 	}
-	ok(log_has("sending a new snapshot") && rx.ksyms_match[1] &&
+	ok(log_has("a new snapshot") && rx.ksyms_match[1] &&
 	   strstr(rx.format_names, "header_page "),
 	   "the dropped metadata was sent again as a new generation");
+	is_int(rx.pages_unparsable, 0, "and ahead of the held pages (none came before "
+	       "its header_page FORMAT)");
 	is_int(rx.decode_errors + rx.malformed, 0, "clean stream");
+	for (int cpu = 0; cpu < NR_CPUS; cpu++)
+		close(ring_fd[cpu]);
+	close(delta_fd);
+	rx_close(&rx);
+	close(rx.lfd);
+	unlink(rx.sock);
+	free(rx.ksyms_acc);
+	smp_decoder_free(rx.dec);
+}
+
+/*
+ * A host slower than the guest: connected, but it stops reading. The agent's writes
+ * stall, the window overflows and frames it never sent are dropped, among them an
+ * EPOCH frame whose stack records are still held: when the host reads again it must
+ * see the gap (= LOST), then that epoch again ahead of the held frames, so no stack
+ * record arrives under the wrong epoch.
+ */
+static void scenario_slow(void)
+{
+	char path[600];
+	unsigned epochs_before;
+	pid_t pid;
+	int st;
+
+	pages_written = 0;
+	stacks_written = 0;
+	epoch_now = 0;
+	snprintf(path, sizeof(path), "%s/agent.log", root);
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "sed 's/^/# agent: /' '%s'", path);
+		if (system(cmd) != 0)
+			printf("# (no agent log)\n");
+	}
+	unlink(path);
+	unlink(rx.sock);
+	if (rx_listen(&rx) < 0) {
+		ok(0, "receiver listens");
+		return;
+	}
+	pid = start_agent(rx.sock, "--window-kb", "512", "--exclude-self");
+	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
+		char rel[128];
+
+		snprintf(rel, sizeof(rel), "tracefs/per_cpu/cpu%d/trace_pipe_raw", cpu);
+		ring_fd[cpu] = open_writer(rel);
+	}
+	delta_fd = open_writer("tracefs/stack_map_delta");
+	write_epoch(1);
+	write_stacks(20, false);
+	write_pages(20);
+	want_pages = 20;
+	want_stacks = 20;
+	ok(rx_pump(&rx, TIMEOUT_MS, got_all), "streaming to a host that reads");
+	epochs_before = rx.epochs;
+	/* the host stops reading: 800 KB fill the socket and the window, then epoch 2 */
+	write_pages(200);
+	write_epoch(2);
+	write_stacks(30, false);
+	write_pages(600);
+	write_stacks(30, false);	/* held: tagged for epoch 2, its EPOCH frame gone */
+	sleep_ms(1000);
+	want_stacks = 50;
+	rx_pump(&rx, 3000, NULL);	/* the host reads again */
+	kill(pid, SIGTERM);
+	ok(rx_pump(&rx, TIMEOUT_MS, got_bye), "BYE after the stall");
+	st = wait_exit(pid, TIMEOUT_MS);
+	is_int(st, 0, "exit 0");
+	ok(rx.gap_frames > 0, "the receiver saw a gap of %" PRIu64 " frames", rx.gap_frames);
+	/* frames already written when dropped still arrive: the gap can only be smaller */
+	ok(rx.lost_dropped_frames >= rx.gap_frames, "LOST.agent_dropped_frames (%" PRIu64
+	   ") covers the gap the receiver saw", rx.lost_dropped_frames);
+	ok(log_has("the epoch in effect ahead of"), "the agent sent the epoch in effect "
+	   "again ahead of the held frames");
+	ok(rx.epochs > epochs_before && rx.epoch_list[(rx.epochs - 1) % 16] == 2,
+	   "epoch 2 arrived after the gap");
+	is_int(rx.stack_epoch_errors, 0, "no stack record arrived under another epoch");
+	ok(rx.stack_count[20 + 30 + 29] == 1, "the last stack record held arrived");
+	ok(!log_has("KSYMS generation 1"), "no metadata was dropped: no new snapshot");
+	is_int(rx.decode_errors + rx.malformed + rx.dups, 0, "clean stream, no duplicates");
 	for (int cpu = 0; cpu < NR_CPUS; cpu++)
 		close(ring_fd[cpu]);
 	close(delta_fd);
@@ -1179,6 +1268,7 @@ int main(int argc, char **argv)
 	}
 	scenario_main();
 	scenario_drop();
+	scenario_slow();
 	{
 		/* the agent's log of the last scenario, as TAP comments, for the test log */
 		snprintf(cmd, sizeof(cmd), "sed 's/^/# agent: /' '%s/agent.log'", root);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test-window.c - the bounded resend window: sequence numbers, ACKs, resume points,
- * drop-oldest accounting under both bounds, invalid resume points, RESENT resealing.
+ * drop-oldest accounting under both bounds, invalid resume points, RESENT resealing,
+ * splicing a new snapshot ahead of the held frames after a gap.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -215,34 +216,96 @@ static void test_reset(void)
 	win_free(w);
 }
 
-static void test_missing(void)
+/* Walk the window from the send cursor: seqs from @seq0, payloads tagged @tags. */
+static int walk_is(struct win *w, uint64_t seq0, const uint8_t *tags, int n)
 {
-	struct win *w;
+	for (int i = 0; i < n; i++) {
+		uint32_t len;
+		uint64_t seq;
+		int resend;
+		const uint8_t *f = win_next(w, &len, &seq, &resend);
+
+		if (!f || seq != seq0 + (uint64_t)i || resend || !frame_ok(f, len, seq, 0) ||
+		    f[SMP_HDR_SIZE] != tags[i] || f[len - 1] != tags[i])
+			return 0;
+		win_sent(w);
+	}
+	return win_next(w, &(uint32_t){ 0 }, &(uint64_t){ 0 }, NULL) == NULL;
+}
+
+static void test_splice(void)
+{
+	/* 30032-byte frames: 9 fit in 300000 bytes */
+	static const uint8_t tags[] = { 100, 101, 6, 7, 8, 9, 10, 11, 12 };
+	static const uint8_t tags2[] = { 102, 10, 11, 12 };
+	struct win *w, *front, *big;
+	struct win_stats s;
+	int64_t shift = -1;
 	uint32_t len;
 	uint64_t seq;
 
-	is_int(win_new(1u << 20, 8, &w), 0, "window for win_missing");
-	for (int i = 0; i < 6; i++)
-		put(w, 10, 1);			/* seq 1..6: a "snapshot" 1..4, then data */
-	for (int i = 0; i < 6; i++) {
+	is_int(win_new(300000, 16, &w), 0, "window for splice");
+	is_int(win_new(300000, 16, &front), 0, "front window");
+	for (int i = 1; i <= 12; i++)
+		put(w, 30000, (uint8_t)i);		/* the host is away: 1..3 dropped */
+	is_int(win_resume(w, 1), 0, "a late host resumes at 1");
+	put(front, 30000, 100);
+	put(front, 30000, 101);
+	is_int((long)win_splice_first_kept(w, 2 * 30032, 2, 1), 6,
+	       "with 2 frames ahead, 7 of the 9 held fit: the first kept is 6");
+	is_int(win_splice(w, front, 1, 6, &shift), 8, "the first kept frame is now seq 8");
+	is_int(shift, 2, "kept frames moved by the 2 front frames");
+	win_get_stats(w, &s);
+	ok(s.oldest_seq == 6 && s.next_seq == 15 && s.send_seq == 6,
+	   "the front starts where the host's gap ends (6), 9 frames held");
+	is_int((long)s.dropped_frames, 5, "dropped 1..3 before, 4..5 now: 5 = the gap 1..5");
+	is_int((long)s.dropped_bytes, 5 * 30000, "dropped payload bytes counted");
+	win_get_stats(front, &s);
+	ok(s.frames == 0, "the front window is emptied");
+	ok(walk_is(w, 6, tags, 9), "front frames, then the kept ones, resealed 6..14");
+	is_int(win_ack(w, 14), 0, "the host ACKs the spliced frames");
+
+	/* a second gap: frames queued while away again, keep_from drops more */
+	for (int i = 0; i < 4; i++)
+		put(w, 30000, (uint8_t)(9 + i));	/* 15..18 */
+	put(front, 30000, 102);
+	is_int(win_resume(w, 15), 0, "resume at 15, nothing dropped yet");
+	is_int(win_splice(w, front, 15, 16, &shift), 17,
+	       "keep_from 16: 15 dropped, the front takes 16, the kept start at 17");
+	win_get_stats(w, &s);
+	is_int((long)s.dropped_frames, 6, "the frame below keep_from is counted");
+	ok(walk_is(w, 16, tags2, 4), "seqs 16..19 after the 1-frame gap at 15");
+
+	/* delivered frames below the resume point are not loss */
+	win_ack(w, 19);
+	for (int i = 0; i < 3; i++)
+		put(w, 100, 7);				/* 20..22 */
+	for (int i = 0; i < 3; i++) {
 		win_next(w, &len, &seq, NULL);
 		win_sent(w);
 	}
-	win_ack(w, 2);				/* 1, 2 durable and gone by ACK */
-	ok(!win_missing(w, 1, 4, 3), "ACKed frames are not missing (resume 3)");
-	ok(!win_missing(w, 1, 4, 5), "host holds the whole snapshot (resume 5)");
-	for (int i = 0; i < 6; i++)
-		put(w, 10, 2);			/* 7..12: 8 frames max, 3 and 4 dropped */
-	ok(win_missing(w, 1, 4, 3), "dropped before the host got them: missing");
-	ok(!win_missing(w, 1, 4, 5), "dropped after the host had them: not missing");
-	ok(!win_missing(w, 7, 8, 3), "a range still in the window is not missing");
-	ok(!win_missing(w, 5, 4, 1), "an empty range is never missing");
+	put(front, 100, 103);
+	is_int(win_resume(w, 22), 0, "the host holds 20 and 21");
+	is_int(win_splice(w, front, 22, 0, &shift), 23, "only 22 is moved");
+	win_get_stats(w, &s);
+	ok(s.dropped_frames == 6 && s.acked == 21 && s.oldest_seq == 22 && s.frames == 2,
+	   "20, 21 delivered (ACKed, not counted), front 22, kept 23");
+
+	is_int(win_new(400000, 16, &big), 0, "a larger front");
+	for (int i = 0; i < 10; i++)
+		put(big, 30000, 1);
+	is_int(win_splice(w, big, 22, 0, &shift), -EMSGSIZE, "a front larger than the "
+	       "window is refused");
+	win_get_stats(w, &s);
+	ok(s.frames == 2 && s.oldest_seq == 22, "and the window is unchanged");
+	win_free(big);
+	win_free(front);
 	win_free(w);
 }
 
 int main(void)
 {
-	test_missing();
+	test_splice();
 	test_basic();
 	test_drop_oldest_bytes();
 	test_drop_oldest_count();
