@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "delta.h"
+#include "latency.h"
 #include "port.h"
 #include "proto.h"
 #include "ring.h"
@@ -108,6 +109,7 @@ struct agent {
 	uint64_t stats_sig_last;
 
 	struct agent_counters c;
+	struct latency lat;	/* commit-to-durable time of pages */
 
 	/* timers, CLOCK_MONOTONIC ms; 0 = not armed */
 	uint64_t t_gather, t_rescan, t_stats, t_reconnect, t_hello, t_linger;

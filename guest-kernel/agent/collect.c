@@ -305,8 +305,16 @@ void agent_collect(struct agent *a)
 			}
 			r = stream_page(a->win, &a->pl, c->cpu, page, a->rings->page_size,
 					&missed);
-			if (r == 1)
+			if (r == 1) {
+				struct win_stats ws;
+				uint64_t ts;
+
 				a->c.pages++;
+				/* the page header starts with its first event's time stamp */
+				memcpy(&ts, page, sizeof(ts));
+				win_get_stats(a->win, &ws);
+				latency_page(&a->lat, ws.next_seq - 1, ts);
+			}
 			else if (r == 0)
 				a->c.empty_pages++;
 			else {
@@ -388,6 +396,14 @@ void agent_queue_stats(struct agent *a, bool force)
 	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_RESENT, ws.resent_frames };
 	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_CPU_NS, cpu_time_ns() };
 	st[n++] = (struct smp_stat){ SMP_STAT_AGENT_WRITES, a->sess.out.writes };
+	if (a->lat.samples) {
+		st[n++] = (struct smp_stat){ SMP_STAT_DURABLE_P50_US,
+					     latency_quantile_us(&a->lat, 500) };
+		st[n++] = (struct smp_stat){ SMP_STAT_DURABLE_P99_US,
+					     latency_quantile_us(&a->lat, 990) };
+		st[n++] = (struct smp_stat){ SMP_STAT_DURABLE_MAX_US, a->lat.max_us };
+		st[n++] = (struct smp_stat){ SMP_STAT_DURABLE_PAGES, a->lat.samples };
+	}
 	r = stream_stats(a->win, st, n);
 	if (r < 0) {
 		log_warning("cannot queue STATS: %s", strerror(-r));
@@ -456,6 +472,7 @@ int agent_fresh_stream(struct agent *a)
 	a->lost_frames_last = a->lost_bytes_last = 0;
 	a->stats_sig_last = 0;
 	a->nr_epochs = 0;
+	latency_reset(&a->lat);
 	/* a new opener starts again with the current epoch and the whole map */
 	delta_close(&a->delta);
 	agent_send_metadata(a, false);
@@ -492,6 +509,10 @@ int agent_after_gap(struct agent *a, uint64_t resume_seq)
 
 	if (!meta && !stacks) {
 		/* pages, LOST, STATS: the gap is the loss, the host can parse the rest */
+		struct win_stats ws;
+
+		win_get_stats(held, &ws);
+		latency_rebase(&a->lat, ws.oldest_seq, 0);
 		win_gap_seen(held);
 		return 0;
 	}
@@ -538,6 +559,7 @@ int agent_after_gap(struct agent *a, uint64_t resume_seq)
 		r = (int)at;
 		goto fresh;
 	}
+	latency_rebase(&a->lat, first, shift);
 	if (meta) {
 		/* the snapshot now starts at (at - shift); front seqs started at 1 */
 		a->meta_lo = (uint64_t)(at - shift) + meta_lo - 1;
@@ -650,6 +672,11 @@ int agent_setup(struct agent *a)
 	a->lost_last = calloc(a->nr_cpu_dirs, sizeof(*a->lost_last));
 	if (!a->lost_last)
 		return -ENOMEM;
+	r = latency_init(&a->lat, a->clock, (uint32_t)a->o.window_frames);
+	if (r < 0)
+		return r;
+	if (a->lat.enabled)
+		log_info("trace clock %s: measuring commit-to-durable latency", a->clock);
 	r = win_new((size_t)a->o.window_kb * 1024, (uint32_t)a->o.window_frames, &a->win);
 	if (r < 0) {
 		log_error("cannot create a window of %lu KiB / %lu frames: %s",
@@ -690,4 +717,5 @@ void agent_free(struct agent *a)
 	free(a->formats);
 	free(a->modules);
 	free(a->lost_last);
+	latency_done(&a->lat);
 }

@@ -266,6 +266,7 @@ static void read_port(struct agent *a)
 
 	for (int i = 0; i < 16 && a->connected; i++) {
 		ssize_t n = port_read(&a->port, buf, sizeof(buf));
+		struct win_stats ws;
 		int act;
 
 		if (n == -EAGAIN)
@@ -279,6 +280,8 @@ static void read_port(struct agent *a)
 			return;
 		}
 		act = sess_input(&a->sess, buf, (size_t)n);
+		win_get_stats(a->win, &ws);
+		latency_acked(&a->lat, ws.acked);	/* ACKed pages are durable now */
 		if (act)
 			handle_actions(a, act);
 	}
