@@ -843,6 +843,52 @@ static unsigned count_once(const unsigned *counts, uint32_t n, unsigned *ret_dup
 
 /* ---- scenarios ------------------------------------------------------------------ */
 
+/* The fake tree is reused by the next scenario: counters reset, the last agent's log
+ * printed as TAP comments and removed, the receiver listening again. */
+static int scenario_begin(void)
+{
+	char path[600], cmd[700];
+
+	pages_written = 0;
+	stacks_written = 0;
+	epoch_now = 0;
+	snprintf(path, sizeof(path), "%s/agent.log", root);
+	snprintf(cmd, sizeof(cmd), "sed 's/^/# agent: /' '%s'", path);
+	if (system(cmd) != 0)
+		printf("# (no agent log)\n");
+	unlink(path);
+	unlink(rx.sock);
+	if (rx_listen(&rx) < 0) {
+		ok(0, "receiver listens");
+		return -1;
+	}
+	return 0;
+}
+
+/* The writers of the fake rings and delta file (the agent opens the readers). */
+static void open_fakes(void)
+{
+	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
+		char rel[128];
+
+		snprintf(rel, sizeof(rel), "tracefs/per_cpu/cpu%d/trace_pipe_raw", cpu);
+		ring_fd[cpu] = open_writer(rel);
+	}
+	delta_fd = open_writer("tracefs/stack_map_delta");
+}
+
+static void scenario_end(void)
+{
+	for (int cpu = 0; cpu < NR_CPUS; cpu++)
+		close(ring_fd[cpu]);
+	close(delta_fd);
+	rx_close(&rx);
+	close(rx.lfd);
+	unlink(rx.sock);
+	free(rx.ksyms_acc);
+	smp_decoder_free(rx.dec);
+}
+
 static void scenario_main(void)
 {
 	unsigned dup, stacks_before;
@@ -855,13 +901,7 @@ static void scenario_main(void)
 		return;
 	}
 	pid = start_agent(rx.sock, NULL, NULL, NULL);
-	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
-		char rel[128];
-
-		snprintf(rel, sizeof(rel), "tracefs/per_cpu/cpu%d/trace_pipe_raw", cpu);
-		ring_fd[cpu] = open_writer(rel);
-	}
-	delta_fd = open_writer("tracefs/stack_map_delta");
+	open_fakes();
 	ok(ring_fd[0] >= 0 && ring_fd[1] >= 0 && delta_fd >= 0,
 	   "the agent opened both rings and stack_map_delta");
 
@@ -993,51 +1033,21 @@ static void scenario_main(void)
 	is_int(rx.unknown_rx, 0, "no unknown frame type from the agent");
 	ok(!log_has("AddressSanitizer") && !log_has("runtime error"), "no sanitizer report");
 	is_int(log_count("bad input from the host"), 1, "one log line for the incident");
-	for (int cpu = 0; cpu < NR_CPUS; cpu++)
-		close(ring_fd[cpu]);
-	close(delta_fd);
-	rx_close(&rx);
-	close(rx.lfd);
-	unlink(rx.sock);
-	free(rx.ksyms_acc);
-	smp_decoder_free(rx.dec);
+	scenario_end();
 }
 
 /* With a tiny window and the host away, the oldest frames go, and LOST says so. */
 static void scenario_drop(void)
 {
-	char path[600];
 	pid_t pid;
 	int st;
 
-	/* a second tree in a subdirectory would need new FIFOs: reuse, reset counters */
-	pages_written = 0;
-	stacks_written = 0;
-	epoch_now = 0;
-	snprintf(path, sizeof(path), "%s/agent.log", root);
-	{
-		/* the first scenario's agent log, as TAP comments */
-		char cmd[700];
-
-		snprintf(cmd, sizeof(cmd), "sed 's/^/# agent: /' '%s'", path);
-		if (system(cmd) != 0)
-			printf("# (no agent log)\n");
-	}
-	unlink(path);
-	if (rx_listen(&rx) < 0) {
-		ok(0, "receiver listens");
+	if (scenario_begin() < 0)
 		return;
-	}
 	/* no WELCOME until we say so: the agent cannot send anything */
 	rx.respond = false;
 	pid = start_agent(rx.sock, "--window-kb", "512", "--exclude-self");
-	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
-		char rel[128];
-
-		snprintf(rel, sizeof(rel), "tracefs/per_cpu/cpu%d/trace_pipe_raw", cpu);
-		ring_fd[cpu] = open_writer(rel);
-	}
-	delta_fd = open_writer("tracefs/stack_map_delta");
+	open_fakes();
 	rx_pump(&rx, TIMEOUT_MS, got_hello);
 	write_pages(400);		/* 1.6 MB of pages into a 512 KiB window */
 	rx_pump(&rx, 500, NULL);
@@ -1086,14 +1096,7 @@ static void scenario_drop(void)
 	is_int(rx.pages_unparsable, 0, "and ahead of the held pages (none came before "
 	       "its header_page FORMAT)");
 	is_int(rx.decode_errors + rx.malformed, 0, "clean stream");
-	for (int cpu = 0; cpu < NR_CPUS; cpu++)
-		close(ring_fd[cpu]);
-	close(delta_fd);
-	rx_close(&rx);
-	close(rx.lfd);
-	unlink(rx.sock);
-	free(rx.ksyms_acc);
-	smp_decoder_free(rx.dec);
+	scenario_end();
 }
 
 /*
@@ -1105,36 +1108,14 @@ static void scenario_drop(void)
  */
 static void scenario_slow(void)
 {
-	char path[600];
 	unsigned epochs_before;
 	pid_t pid;
 	int st;
 
-	pages_written = 0;
-	stacks_written = 0;
-	epoch_now = 0;
-	snprintf(path, sizeof(path), "%s/agent.log", root);
-	{
-		char cmd[700];
-
-		snprintf(cmd, sizeof(cmd), "sed 's/^/# agent: /' '%s'", path);
-		if (system(cmd) != 0)
-			printf("# (no agent log)\n");
-	}
-	unlink(path);
-	unlink(rx.sock);
-	if (rx_listen(&rx) < 0) {
-		ok(0, "receiver listens");
+	if (scenario_begin() < 0)
 		return;
-	}
 	pid = start_agent(rx.sock, "--window-kb", "512", "--exclude-self");
-	for (int cpu = 0; cpu < NR_CPUS; cpu++) {
-		char rel[128];
-
-		snprintf(rel, sizeof(rel), "tracefs/per_cpu/cpu%d/trace_pipe_raw", cpu);
-		ring_fd[cpu] = open_writer(rel);
-	}
-	delta_fd = open_writer("tracefs/stack_map_delta");
+	open_fakes();
 	write_epoch(1);
 	write_stacks(20, false);
 	write_pages(20);
@@ -1167,14 +1148,7 @@ static void scenario_slow(void)
 	ok(rx.stack_count[20 + 30 + 29] == 1, "the last stack record held arrived");
 	ok(!log_has("KSYMS generation 1"), "no metadata was dropped: no new snapshot");
 	is_int(rx.decode_errors + rx.malformed + rx.dups, 0, "clean stream, no duplicates");
-	for (int cpu = 0; cpu < NR_CPUS; cpu++)
-		close(ring_fd[cpu]);
-	close(delta_fd);
-	rx_close(&rx);
-	close(rx.lfd);
-	unlink(rx.sock);
-	free(rx.ksyms_acc);
-	smp_decoder_free(rx.dec);
+	scenario_end();
 }
 
 /*
