@@ -29,3 +29,11 @@ param() {
 
 # stat FIELD: a number from stack_map_stat ("entries" gives the used count).
 stat() { awk -v f="$1:" '$1 == f { print $2 }' $T/stack_map_stat; }
+
+# slab_work: one unit of slab-heavy work (directory walks, sysfs reads, a small file).
+slab_work() {
+	ls -R /sys/class /proc/sys > /dev/null 2>&1
+	find /sys/devices -name uevent | head -n 100 | xargs cat > /dev/null 2>&1
+	dd if=/dev/zero of=/tmp/f bs=64k count=4 2> /dev/null
+	rm -f /tmp/f
+}
