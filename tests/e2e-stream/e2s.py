@@ -575,21 +575,30 @@ def t_late(args):
 
 
 def t_late_overflow(args):
-    """host-agent starts so late (30 s) that stackmap-guestd's 16 MiB resend window
-    overflows: the frames it dropped must be reported as LOST (frames), and what it
-    still held must be stored and resolved. Not registered in meson: it fails on a
-    guestd limitation (stack and epoch records dropped with the window are not
-    replayed, so the events after the gap cannot be resolved)."""
+    """host-agent starts so late (30 s into a 45 s workload) that stackmap-guestd's
+    16 MiB resend window overflows: the frames it dropped must be reported as LOST
+    (frames, the gap the host sees equal to the agent's own count), and what it still
+    held must be stored and resolved: the agent sends a new metadata snapshot and the
+    epoch in effect ahead of the held frames and the whole current map after them
+    (the stack records of the dropped frames are gone with them)."""
     kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'late-overflow', 'steady', seconds=25, late_s=30)
+    run = boot_plain(args, kout, initrd, 'late-overflow', 'steady', seconds=45, late_s=30)
     b, evs, maps = common_checks(run)
     m = re.search(r'(\d+) frames dropped', run.text())
     check(m and int(m.group(1)) > 0, 'the window did not overflow')
     check(b['lost_frames'] == int(m.group(1)), 'host LOST frames %d, guest dropped %s'
           % (b['lost_frames'], m.group(1)))
     check(b['malformed'] == 0, '%d malformed frames' % b['malformed'])
+    unparsed = db_sum(run, 'SELECT COUNT(*) FROM chunks WHERE nr_pages > 0 AND nr_events = 0')
+    check(unparsed == 0, '%d chunks stored unparsed (pages before their formats)' % unparsed)
+    gs = guest_stats(run)
+    stored = db_sum(run, 'SELECT SUM(nr_events) FROM chunks')
+    check(0 < stored < gs['read events'], 'host stored %d ring-buffer events of the %d the '
+          'guest read: want some, and fewer (frames were dropped)' % (stored, gs['read events']))
     kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
-    log('stack kinds %s; LOST frames %d' % (kinds, b['lost_frames']))
+    check(kinds.get('stack_id', 0) > 0, 'no stack_id event resolved after the gap')
+    log('stack kinds %s; LOST frames %d; %d of the %d ring-buffer events the guest read '
+        'stored' % (kinds, b['lost_frames'], stored, gs['read events']))
     run.cleanup()
 
 
