@@ -12,6 +12,15 @@
 #                at the end after tracing stopped; "-racy" when tracing was on
 #                while it was read (the dump may then miss ids added after it)
 #   stats.txt    per-CPU stats after the agent exited
+#   chains.txt   <debugfs>/ftrace_stackmap_test_chains at the end: "C COUNT",
+#                the stackmap_test:chain events each known call chain fired
+#                (patch 0007), read after the emitter stopped
+# Known call chains: from before stackmap-guestd starts to the end (or the
+# panic), a background loop writes "C N" (N = 1..5) for each chain C = 0..3
+# to ftrace_stackmap_test_chains every 20 ms, alongside the slab workload.
+# It pauses for the quiet (exact) resets and races the others. In every
+# mode with e2s_delay, "CHAINS-STREAMING <count per chain> overrun=N" gives
+# the counts and the summed ring-buffer overrun once the agent is streaming.
 # and console lines "STACKMAP-E2E: MARK N" after trace_marker "e2s-mark N" was
 # written and 300 ms passed (mode crash), "AGENT_CPU_TICKS", "AGENT_EXIT".
 # In mode crash a background timer writes "e2s-precrash" to trace_marker, waits
@@ -39,6 +48,34 @@ work_wide() {
 	ip link > /dev/null 2>&1; mount > /dev/null; ps > /dev/null; df > /dev/null 2>&1
 	sync
 }
+CH=/sys/kernel/debug/ftrace_stackmap_test_chains
+# The chain emitter (background). Control files in /tmp: chains-stop ends it;
+# chains-pause holds it between two writes, acknowledged by chains-paused.
+chains() {
+	i=0
+	while [ ! -e /tmp/chains-stop ]; do
+		if [ -e /tmp/chains-pause ]; then
+			: > /tmp/chains-paused
+			while [ -e /tmp/chains-pause ]; do usleep 5000; done
+			rm -f /tmp/chains-paused
+		fi
+		for c in 0 1 2 3; do
+			echo "$c $((i % 5 + 1))" > $CH || { say "CHAINS-FAIL $c"; exit 1; }
+		done
+		i=$((i + 1))
+		usleep 20000
+	done
+}
+chains_pause() {
+	: > /tmp/chains-pause
+	while [ ! -e /tmp/chains-paused ]; do usleep 2000; done
+}
+chains_resume() {
+	rm -f /tmp/chains-pause
+	while [ -e /tmp/chains-paused ]; do usleep 2000; done
+}
+chains_counts() { awk '{ printf "%s%s", s, $2; s = " " }' $CH; }
+overrun() { cat $T/per_cpu/cpu*/stats | awk '$1 == "overrun:" { n += $2 } END { print n + 0 }'; }
 epoch() { sed -n 's/^epoch: *//p' $T/stack_map_stat; }
 snap() {   # snap SUFFIX: save the current epoch's map
 	e=$(epoch)
@@ -47,12 +84,17 @@ snap() {   # snap SUFFIX: save the current epoch's map
 }
 
 say "E2S mode=$mode seconds=$seconds epoch=$(epoch) bits: $(tr '\n' ' ' < $T/stack_map_stat)"
+[ -w $CH ] || fail "no $CH (kernel without patch 0007?)"
+grep -qx 'stackmap_test:chain' $T/set_event || fail "stackmap_test:chain is not enabled"
+chains &
+CHAINS=$!
 i=0
 while [ $i -lt "$delay" ]; do work; i=$((i + 1)); done
 /stackmap-guestd --exclude-self &
 AGENT=$!
 sleep 2
 say "STREAMING agent=$AGENT"
+[ "$delay" = 0 ] || say "CHAINS-STREAMING $(chains_counts) overrun=$(overrun)"
 end=$(($(date +%s) + seconds))
 case "$mode" in
 resets)
@@ -60,11 +102,14 @@ resets)
 	while [ $i -lt "$resets" ]; do
 		work
 		if [ $((i % 2)) = 0 ]; then
-			# quiet reset: the dump is exact
+			# quiet reset: the dump is exact (the chain emitter is
+			# held, so that no chain event is fired with tracing off)
+			chains_pause
 			echo 0 > $T/tracing_on
 			snap ""
 			echo 0 > $T/stack_map || fail "reset $i"
 			echo 1 > $T/tracing_on
+			chains_resume
 		else
 			# racing reset: events are recorded while the map is read and reset
 			snap "-racy"
@@ -95,6 +140,10 @@ full)
 	while [ "$(date +%s)" -lt "$end" ]; do work; done
 	;;
 esac
+: > /tmp/chains-stop
+wait $CHAINS
+cat $CH > /tmp/chains.txt
+say "CHAINS $(chains_counts)"
 echo 0 > $T/tracing_on
 say "map: $(tr '\n' ' ' < $T/stack_map_stat)"
 snap ""
@@ -108,4 +157,5 @@ cat $T/per_cpu/cpu*/stats > /tmp/stats.txt
 (cd /tmp && tar czf /tmp/maps.tar.gz maps)
 emit maps.tar.gz /tmp/maps.tar.gz
 emit stats.txt /tmp/stats.txt
+emit chains.txt /tmp/chains.txt
 say "E2S DONE"
