@@ -2,7 +2,8 @@
 """End-to-end streaming scenarios: the patched guest kernel under QEMU streams
 with stackmap-guestd to the real host-agent (suite e2e).
 
-Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--workdir DIR] [--seed N]
+Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--ticker PATH]
+              [--workdir DIR] [--seed N] [--crash-runs N]
 
 Scenarios: steady, resets, crash, kill, late, full (see SCENARIOS below).
 
@@ -44,23 +45,28 @@ Ground truth (the heart of every scenario):
     agent was streaming is stored unless the guest overran again after that.
     crash: see below.
   * Crash. The guest writes "e2s-mark N" to trace_marker, waits 300 ms and only
-    then prints "MARK N" on the console, in a loop with the slab workload; a
-    background timer fires at a seeded random moment, writes "e2s-precrash" to
-    trace_marker, waits 20 ms (twice the 10 ms flush window) and panics. Every MARK
-    the console shows and the precrash marker must be stored, every stored stack_id
-    must resolve, and the boot must be marked crashed (host-agent --qmp). Printed:
-    how long before the panic (printk clock, same sched_clock as the trace clock
-    here) the newest stored event was committed. Chain events: a hole in a
-    chain's stored seqs must lie within those 20 ms before the panic (the stored
-    event after it is newer), and a chain event may lack its stack only as the
-    newest stored event of its CPU.
+    then prints "MARK N" on the console, in a loop with the slab workload; at a
+    seeded moment it starts e2s-ticker (e2s-ticker.c) with a seeded K: it writes
+    "e2s-tick I K" to trace_marker for I = 1..K with a relative 1 ms
+    clock_nanosleep between two ticks and writes 'c' to /proc/sysrq-trigger right
+    after the K-th, so tick I is committed at least K - I ms before the panic.
+    Every tick with K - I >= FLUSH_MS + CRASH_SLACK_MS (the agent's 10 ms flush
+    window; the slack is 0) must be stored, every MARK the console shows too,
+    every stored stack_id must resolve, the boot must be marked crashed
+    (host-agent --qmp); a hole in a chain's stored seqs must lie within that
+    window before the panic (the stored event after it is newer), and a chain
+    event may lack its stack only as the newest stored event of its CPU.
+    Printed per crash (CRASH-WINDOW): how many ticks did not reach the host and
+    how long before the panic the newest stored tick and the newest stored event
+    were committed (printk clock of the sysrq line; the same local clock as the
+    trace clock here), and the ticks' real spacing.
 What this does not prove: the slab events' stacks are still checked per
 (epoch, stack_id) against the guest's map, not event by event: a pairing error
 that hits only slab events (never a chain event sharing their ring buffers)
 would pass. Which events a lossy scenario lost is checked only by count (late
-also by time: none after the agent streams). The crash scenario proves only
-that events 50-100 ms before the panic (busybox sleep granularity) and the
-20 ms precrash marker are stored, not the 10 ms flush window.
+also by time: none after the agent streams). The crash bound is shown for the
+ticker's events on whichever vCPU it ran, under TCG only, for the few seeds run;
+events newer than the window are neither required nor counted as lost.
 """
 
 import argparse
@@ -225,6 +231,9 @@ def build(args):
         shutil.copy(args.guestd, os.path.join(extra, 'stackmap-guestd'))
         os.chmod(os.path.join(extra, 'stackmap-guestd'), 0o755)
         shutil.copy(os.path.join(HERE, 'stream.sh'), os.path.join(extra, 'scenarios'))
+        check(os.path.exists(args.ticker), 'no e2s-ticker at %s (--ticker)' % args.ticker)
+        shutil.copy(args.ticker, os.path.join(extra, 'e2s-ticker'))
+        os.chmod(os.path.join(extra, 'e2s-ticker'), 0o755)
         cpio = subprocess.run(
             "find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet | gzip -1",
             shell=True, cwd=extra, check=True, stdout=subprocess.PIPE).stdout
@@ -664,55 +673,109 @@ def t_resets(args):
     run.cleanup()
 
 
+# The crash window the 'crash' scenario proves: every event committed at least
+# this long before the panic is stored (guest agent: --flush-ms 10).
+FLUSH_MS = 10
+CRASH_SLACK_MS = 0
+TICK = re.compile(r'e2s-tick (\d+) (\d+) (\d+)')
+
+
 def t_crash(args):
+    """Crashes the guest args.crash_runs times (seeded) while it streams. See the
+    module docstring ("Crash")."""
     kout, initrd = build(args)
     rnd = random.Random(args.seed)
-    for i in range(3):
+    bound = FLUSH_MS + CRASH_SLACK_MS
+    figures = []
+    for i in range(args.crash_runs):
         crash_ms = rnd.randint(4000, 14000)
-        log('--- crash %d: seed %d, panic %d ms after the workload starts' % (i, args.seed, crash_ms))
+        k = rnd.randint(100, 1000)
+        log('--- crash %d: seed %d, e2s-ticker K=%d started %d ms after the workload starts'
+            % (i, args.seed, k, crash_ms))
         run = Run(args, 'crash-%d' % i, BOOT_TRACE + ['stackmap.e2s_mode=crash',
-                                                      'stackmap.e2s_crash_ms=%d' % crash_ms])
+                                                      'stackmap.e2s_crash_ms=%d' % crash_ms,
+                                                      'stackmap.e2s_ticks=%d' % k])
         run.start_agent()
         proc = run.launch(initrd, kout)
         rc = proc.wait()
         time.sleep(3)
         run.reap_agent(signal.SIGTERM)
-        text = run.text()
-        check('sysrq: Trigger a crash' in text, 'the guest did not crash (launch %d)' % rc)
+        check('sysrq: Trigger a crash' in run.text(), 'the guest did not crash (launch %d)' % rc)
         check(rc == 1, 'launch exited %d, want 1 (pvpanic)' % rc)
-        check(not [m for m in run.markers() if m.startswith('CHAINS-FAIL')],
-              'the chain emitter failed')
-        marks = [int(m.split()[1]) for m in run.markers() if re.match(r'^MARK \d+$', m)]
-        b, evs, _ = common_checks(run, expect_ended='crashed')
-        check(b['lost_frames'] == 0, 'LOST frames %d' % b['lost_frames'])
-        stored_marks = set()
-        for e in evs:
-            m = re.search(r'e2s-mark (\d+)', e['event'])
-            if m:
-                stored_marks.add(int(m.group(1)))
-        unres = [e for e in evs if e['stack']['kind'] == 'unresolved']
-        check(not unres, '%d stored events unresolved, e.g. %s' % (len(unres), unres[:1]))
-        check(marks, 'no MARK before the crash')
-        missing = [m for m in marks if m not in stored_marks]
-        check(not missing, 'marks %s were on the console before the crash but are not stored'
-              % missing)
-        pre = [e['ts'] for e in evs if 'e2s-precrash' in e['event']]
-        check(pre,
-              'the marker written 20 ms before the panic is not stored')
-        pm = re.search(r'\[ *(\d+)\.(\d+)\] sysrq: Trigger a crash', text)
-        check(pm, 'no printk time on the sysrq line')
-        pts = int(pm.group(1)) * 10**9 + int(pm.group(2)) * 1000
-        log('crash %d: precrash marker %.1f ms, newest stored event %.1f ms before'
-            ' the panic' % (i, (pts - pre[0]) / 1e6, (pts - max(e['ts'] for e in evs)) / 1e6))
-        check_chains(run, evs, b, 'crash', panic_ts=pts, window_ns=20 * 10**6)
-        last = evs[-5:]
-        for e in last:
-            check(e['stack']['kind'] in ('stack_id', 'full', 'none'), 'last events: %s' % e)
-        nk = sum(1 for e in evs if e['stack']['kind'] == 'stack_id')
-        log('crash %d: %d events stored (%d with stack_id, all resolved), marks 1..%d all'
-            ' stored (stored up to %d), last event %s'
-            % (i, len(evs), nk, max(marks), max(stored_marks), evs[-1]['event'][:70]))
+        figures.append(crash_checks(run, i, k, bound))
         run.cleanup()
+    log('CRASH-WINDOW summary (bound %d ms = flush %d + slack %d): ticks not stored %s;'
+        ' not stored within (ms before the panic) %s; newest stored tick (ms before the'
+        ' panic) %s; newest stored event %s'
+        % (bound, FLUSH_MS, CRASH_SLACK_MS, [f['ticks_not_stored'] for f in figures],
+           ['%.1f' % f['lost_within_ms'] for f in figures],
+           ['%.1f' % f['newest_tick_ms'] for f in figures],
+           ['%.1f' % f['newest_event_ms'] for f in figures]))
+
+
+def crash_checks(run, i, k, bound):
+    """The checks of one crashed boot (e2e-stream 'crash'); returns its figures."""
+    text = run.text()
+    check(not [m for m in run.markers() if m.startswith(('TICKER-FAIL', 'CHAINS-FAIL'))],
+          'a guest helper failed: %s' % [m for m in run.markers() if 'FAIL' in m])
+    marks = [int(m.split()[1]) for m in run.markers() if re.match(r'^MARK \d+$', m)]
+    b, evs, _ = common_checks(run, expect_ended='crashed')
+    check(b['lost_frames'] == 0, 'LOST frames %d' % b['lost_frames'])
+    stored_marks, ticks = set(), {}
+    for e in evs:
+        m = re.search(r'e2s-mark (\d+)', e['event'])
+        if m:
+            stored_marks.add(int(m.group(1)))
+        m = TICK.search(e['event'])
+        if m:
+            check(int(m.group(2)) == k, 'a tick of another K: %s' % e['event'])
+            check(int(m.group(1)) not in ticks, 'tick stored twice: %s' % e['event'])
+            ticks[int(m.group(1))] = e['ts']
+    unres = [e for e in evs if e['stack']['kind'] == 'unresolved']
+    check(not unres, '%d stored events unresolved, e.g. %s' % (len(unres), unres[:1]))
+    check(marks, 'no MARK before the crash')
+    missing = [m for m in marks if m not in stored_marks]
+    check(not missing, 'marks %s were on the console before the crash but are not stored'
+          % missing)
+    pm = re.search(r'\[ *(\d+)\.(\d+)\] sysrq: Trigger a crash', text)
+    check(pm, 'no printk time on the sysrq line')
+    pts = int(pm.group(1)) * 10**9 + int(pm.group(2)) * 1000
+    # The crash window: tick I was committed at least K - I ms before the panic.
+    check(ticks, 'no e2s-tick stored')
+    newest = max(ticks)
+    miss = [t for t in range(1, k + 1) if t not in ticks]
+    gaps = sorted((ticks[t + 1] - ticks[t]) / 1e6 for t in ticks if t + 1 in ticks)
+    fig = {
+        'K': k,
+        'ticks_not_stored': k - newest,
+        'newest_tick_ms': (pts - ticks[newest]) / 1e6,
+        'newest_event_ms': (pts - max(e['ts'] for e in evs)) / 1e6,
+        'holes': len([t for t in miss if t < newest]),
+        'gap_ms': (gaps[0], gaps[len(gaps) // 2], gaps[-1]) if gaps else None,
+        # the oldest tick not stored was committed at least 1 ms after the tick
+        # before it: every tick not stored is at most this close to the panic
+        'lost_within_ms': ((pts - ticks[miss[0] - 1]) / 1e6 - 1
+                           if miss and miss[0] - 1 in ticks else 0.0),
+    }
+    log('crash %d: CRASH-WINDOW K=%d: ticks stored 1..%d (%d holes), the last %d not;'
+        ' newest stored tick %.2f ms, newest stored event %.2f ms before the panic'
+        ' (printk clock); the ticks not stored were committed less than %.2f ms'
+        ' before it; tick gaps min/median/max %s ms'
+        % (i, k, newest, fig['holes'], fig['ticks_not_stored'], fig['newest_tick_ms'],
+           fig['newest_event_ms'], fig['lost_within_ms'],
+           '/'.join('%.2f' % g for g in fig['gap_ms']) if gaps else '-'))
+    late = [t for t in miss if k - t >= bound]
+    check(not late, 'ticks committed at least %d ms before the panic are not stored: %s'
+          ' (of K=%d; newest stored %d)' % (bound, late[:10], k, newest))
+    check_chains(run, evs, b, 'crash', panic_ts=pts, window_ns=bound * 10**6)
+    last = evs[-5:]
+    for e in last:
+        check(e['stack']['kind'] in ('stack_id', 'full', 'none'), 'last events: %s' % e)
+    nk = sum(1 for e in evs if e['stack']['kind'] == 'stack_id')
+    log('crash %d: %d events stored (%d with stack_id, all resolved), marks 1..%d all'
+        ' stored (stored up to %d), last event %s'
+        % (i, len(evs), nk, max(marks), max(stored_marks), evs[-1]['event'][:70]))
+    return fig
 
 
 def t_kill(args):
@@ -805,10 +868,16 @@ def main():
     ap.add_argument('scenario', choices=sorted(SCENARIOS))
     ap.add_argument('--host-agent', required=True)
     ap.add_argument('--guestd', required=True)
+    ap.add_argument('--ticker', help='e2s-ticker (static; default: next to --guestd in'
+                    ' the same meson build tree, tests/e2e-stream/e2s-ticker)')
+    ap.add_argument('--crash-runs', type=int, default=3, help='crashes in scenario crash')
     ap.add_argument('--workdir', default='e2s-work')
     ap.add_argument('--seed', type=int, default=int(os.environ.get('E2S_SEED', '7')))
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir)
+    if not args.ticker:
+        top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(args.guestd))))
+        args.ticker = os.path.join(top, 'tests', 'e2e-stream', 'e2s-ticker')
     try:
         SCENARIOS[args.scenario](args)
     except Fail as e:

@@ -4,7 +4,9 @@
 #   e2s_mode     steady | resets | crash | kill | late | full
 #   e2s_seconds  workload length (default 15)
 #   e2s_resets   map resets in mode resets (default 50)
-#   e2s_crash_ms in mode crash: panic this long after the workload starts
+#   e2s_crash_ms in mode crash: start the crash-window probe this long after
+#                the workload starts
+#   e2s_ticks    in mode crash: the probe's K (default 500)
 #   e2s_delay    seconds to trace before stackmap-guestd starts (default 0)
 # Ground truth it leaves for the host (base64 files between FILE markers):
 #   maps.tar.gz  the stack_map text of every epoch, taken just before each reset
@@ -23,13 +25,16 @@
 # the counts and the summed ring-buffer overrun once the agent is streaming.
 # and console lines "STACKMAP-E2E: MARK N" after trace_marker "e2s-mark N" was
 # written and 300 ms passed (mode crash), "AGENT_CPU_TICKS", "AGENT_EXIT".
-# In mode crash a background timer writes "e2s-precrash" to trace_marker, waits
-# 20 ms (twice the agent's 10 ms flush window) and panics with sysrq-c.
+# In mode crash a background timer starts /e2s-ticker K (e2s-ticker.c): it
+# writes "e2s-tick I K MONO_NS" to trace_marker for I = 1..K, at least 1 ms
+# apart, and panics with sysrq-c right after the K-th: tick I is committed at
+# least K - I ms before the panic.
 . /scenarios/lib.sh
 mode=$(param e2s_mode steady)
 seconds=$(param e2s_seconds 15)
 resets=$(param e2s_resets 50)
 crash_ms=$(param e2s_crash_ms 5000)
+ticks=$(param e2s_ticks 500)
 delay=$(param e2s_delay 0)
 mkdir -p /tmp/maps
 
@@ -121,9 +126,9 @@ resets)
 	;;
 crash)
 	( sleep "$(echo "$crash_ms" | awk '{ printf "%.3f", $1 / 1000 }')"
-	  echo "e2s-precrash" > $T/trace_marker
-	  sleep 0.02
-	  echo c > /proc/sysrq-trigger ) &
+	  say "TICKER K=$ticks"
+	  /e2s-ticker "$ticks"
+	  say "TICKER-FAIL rc=$?" ) &
 	n=0
 	while :; do
 		work
