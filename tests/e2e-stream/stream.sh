@@ -25,6 +25,8 @@
 # the counts and the summed ring-buffer overrun once the agent is streaming.
 # and console lines "STACKMAP-E2E: MARK N" after trace_marker "e2s-mark N" was
 # written and 300 ms passed (mode crash), "AGENT_CPU_TICKS", "AGENT_EXIT".
+# In mode crash each MARK round also printk()s "e2s-clock N" (/dev/kmsg): the
+# host compares its console (printk clock) and printk:console (trace clock) times.
 # In mode crash a background timer starts /e2s-ticker K (e2s-ticker.c): it
 # writes "e2s-tick I K MONO_NS" to trace_marker for I = 1..K, at least 1 ms
 # apart, and panics with sysrq-c right after the K-th: tick I is committed at
@@ -128,12 +130,21 @@ crash)
 	( sleep "$(echo "$crash_ms" | awk '{ printf "%.3f", $1 / 1000 }')"
 	  say "TICKER K=$ticks"
 	  /e2s-ticker "$ticks"
-	  say "TICKER-FAIL rc=$?" ) &
+	  # e2s-ticker only returns on an error: say what the tracing state
+	  # was, then end the boot the same way (the host fails on the marker)
+	  say "TICKER-FAIL rc=$? tracing_on=$(cat $T/tracing_on)" \
+	      "buffer_total_size_kb=$(cat $T/buffer_total_size_kb)"
+	  for f in $T/per_cpu/cpu*/stats; do say "TICKER-FAIL $f: $(tr '\n' ' ' < $f)"; done
+	  echo c > /proc/sysrq-trigger ) &
 	n=0
 	while :; do
 		work
 		n=$((n + 1))
-		echo "e2s-mark $n" > $T/trace_marker
+		# clock check: printk stamps this with the printk clock on the
+		# console and (printk:console) with the trace clock in the trace
+		echo "e2s-clock $n" > /dev/kmsg
+		echo "e2s-mark $n" > $T/trace_marker ||
+			say "MARK-WRITE-FAIL $n tracing_on=$(cat $T/tracing_on)"
 		sleep 0.3
 		say "MARK $n"
 	done
