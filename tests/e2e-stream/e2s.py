@@ -754,10 +754,10 @@ def crash_checks(run, i, k, bound):
     check(pm, 'no printk time on the sysrq line')
     pts = int(pm.group(1)) * 10**9 + int(pm.group(2)) * 1000
     # The printk clock is local_clock(), the trace clock another one ("global" under
-    # TCG, whose TSC the kernel finds unstable): they may differ. The guest printk()s "e2s-clock N" (via /dev/kmsg) now and then; the
-    # console shows it with the printk time, the trace (printk:console) with the
-    # trace time, both taken in the same printk() call. Move the panic's time to the
-    # trace clock by their difference.
+    # TCG, whose TSC the kernel finds unstable): they may differ. The guest printk()s
+    # "e2s-clock N" (via /dev/kmsg) now and then; the console shows it with the printk
+    # time, the trace (printk:console) with the trace time, both taken in the same
+    # printk() call. Move the panic's time to the trace clock by their difference.
     con = {int(m.group(3)): int(m.group(1)) * 10**9 + int(m.group(2)) * 1000
            for m in re.finditer(r'\[ *(\d+)\.(\d+)\] e2s-clock (\d+)', text)}
     offs = sorted(con[int(m.group(1))] - e['ts'] for e in evs
