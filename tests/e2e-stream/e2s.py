@@ -2,7 +2,8 @@
 """End-to-end streaming scenarios: the patched guest kernel under QEMU streams
 with stackmap-guestd to the real host-agent (suite e2e).
 
-Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--workdir DIR] [--seed N]
+Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--ticker PATH]
+              [--workdir DIR] [--seed N] [--crash-runs N]
 
 Scenarios: steady, resets, crash, kill, late, full (see SCENARIOS below).
 
@@ -27,16 +28,55 @@ Ground truth (the heart of every scenario):
     the host's count larger. (Equal (cpu, ts, text) tuples are no evidence: under
     TCG the trace clock is coarse, and a names_cache object freed and reallocated
     gives the same text at the same timestamp many times over.)
+  * Per event, from known call chains (kernel patch 0007). From before
+    stackmap-guestd starts to the end (or the panic), a background loop in the
+    guest fires stackmap_test:chain events (fields chain, seq) from four known
+    call chains through <debugfs>/ftrace_stackmap_test_chains, alongside the
+    slab workload, on both vCPUs; it is held for the quiet resets and races the
+    others. The guest's per-chain counts are read at the end (chains.txt). Every
+    stored chain event's resolved stack (stack_id or full) must be, innermost
+    first, the tracepoint, the leaf all chains share, its own chain's functions
+    in reverse call order and the debugfs write, with no function of another
+    chain anywhere: unresolved 0, misattributed 0, (chain, seq) pairs unique
+    (check_chains). Without ring-buffer loss (steady, resets, kill) every chain's
+    stored seqs are exactly 0 .. count-1 of the guest's own count. With loss
+    (late, full): no event the guest did not fire, the missing ones at most the
+    LOST count, and in late (CHAINS-STREAMING marker) every event fired once the
+    agent was streaming is stored unless the guest overran again after that.
+    crash: see below.
   * Crash. The guest writes "e2s-mark N" to trace_marker, waits 300 ms and only
-    then prints "MARK N" on the console, in a loop with the slab workload; a
-    background timer fires at a seeded random moment, writes "e2s-precrash" to
-    trace_marker, waits 20 ms (twice the 10 ms flush window) and panics. Every MARK
-    the console shows and the precrash marker must be stored, every stored stack_id
-    must resolve, and the boot must be marked crashed (host-agent --qmp). Printed:
-    how long before the panic (printk clock, same sched_clock as the trace clock
-    here) the newest stored event was committed.
-What this does not prove: that the pairing of a stack event with its traced
-event is right (the stack is checked per stack_id and epoch, not per event).
+    then prints "MARK N" on the console, in a loop with the slab workload; at a
+    seeded moment it starts e2s-ticker (e2s-ticker.c) with a seeded K: it writes
+    "e2s-tick I K" to trace_marker for I = 1..K with a relative 1 ms
+    clock_nanosleep between two ticks and writes 'c' to /proc/sysrq-trigger right
+    after the K-th, so tick I is committed at least K - I ms before the panic.
+    Every tick with K - I >= FLUSH_MS + CRASH_SLACK_MS must be stored: the agent's
+    10 ms flush window, slack 0 (measured: at most 6 ticks missed in 27 boots, see
+    the README). Also every MARK the console shows, every stored stack_id must
+    resolve, the boot must be marked crashed (host-agent --qmp); a hole in a
+    chain's stored seqs must lie within that window before the panic (the stored
+    event after it is newer), and a chain event may lack its stack only as the
+    newest stored event of its CPU. Printed per crash (CRASH-WINDOW), in time
+    (the printk time of the sysrq line, moved to the trace clock, which is
+    "global" here since TCG's TSC is unstable: the guest printk()s
+    "e2s-clock N" now and then, traced by printk:console, so each gives printk
+    clock - trace clock; measured -0.04..-0.02 ms, printed): the
+    newest stored tick and event; an upper bound on how long before
+    the panic the ticks not stored were committed (the stored tick before the
+    first of them + 1 ms); the age beyond which every event is stored (each
+    CPU's stored events are a prefix of its ring buffer, so what is missing is
+    newer than its CPU's newest stored event: the oldest of those); the ticks'
+    real spacing (the 1 ms sleeps last 1.1-1.8 ms under TCG, so K - I >= 10 is
+    in fact 11 ms or more).
+What this does not prove: the slab events' stacks are still checked per
+(epoch, stack_id) against the guest's map, not event by event: a pairing error
+that hits only slab events (never a chain event sharing their ring buffers)
+would pass. Which events a lossy scenario lost is checked only by count (late
+also by time: none after the agent streams). The crash bound is asserted for the
+ticker's events (on whichever vCPU they ran) in tick counts, not in time; the
+time bounds are printed, not asserted (a vCPU that ran only the agent, whose
+events are excluded, or idled has no recent event and widens the per-CPU one).
+All of it under TCG, for the few seeds run.
 """
 
 import argparse
@@ -61,7 +101,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 GK = os.path.join(ROOT, 'guest-kernel')
 MARK = 'STACKMAP-E2E: '
 DOMAIN = 'e2s'
-BOOT_TRACE = ['trace_event=kmem:kmalloc,kmem:kmem_cache_alloc',
+BOOT_TRACE = ['trace_event=kmem:kmalloc,kmem:kmem_cache_alloc,stackmap_test:chain',
               'trace_options=stackmap,stacktrace', 'trace_buf_size=4M']
 BOOT_TRACE_SMALL = BOOT_TRACE[:2] + ['trace_buf_size=512K']
 
@@ -201,6 +241,9 @@ def build(args):
         shutil.copy(args.guestd, os.path.join(extra, 'stackmap-guestd'))
         os.chmod(os.path.join(extra, 'stackmap-guestd'), 0o755)
         shutil.copy(os.path.join(HERE, 'stream.sh'), os.path.join(extra, 'scenarios'))
+        check(os.path.exists(args.ticker), 'no e2s-ticker at %s (--ticker)' % args.ticker)
+        shutil.copy(args.ticker, os.path.join(extra, 'e2s-ticker'))
+        os.chmod(os.path.join(extra, 'e2s-ticker'), 0o755)
         cpio = subprocess.run(
             "find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet | gzip -1",
             shell=True, cwd=extra, check=True, stdout=subprocess.PIPE).stdout
@@ -330,6 +373,152 @@ def check_events(run, events, maps, syms, full_ok=True):
     return kinds, unverified
 
 
+# The known call chains of guest-kernel/patches/0007 (trace_stackmap_test.c):
+# chain C calls C + 1 functions of its own, in this order, the last one calls the
+# shared leaf, which fires stackmap_test:chain (chain=C seq=N).
+NR_CHAINS = 4
+CHAIN_FUNCS = {c: ['stackmap_test_chain%d_%s' % (c, x) for x in 'abcd'[:c + 1]]
+               for c in range(NR_CHAINS)}
+CHAIN_LEAF = 'stackmap_test_chain_fire'
+CHAIN_ABOVE = ['trace_event_raw_event_chain']      # frames above the leaf
+CHAIN_BELOW = 'stackmap_test_chains_write'          # the caller of chain C's first
+CHAIN_EVENT = re.compile(r'^stackmap_test/chain: chain=(\d+) seq=(\d+)$')
+
+
+def chain_want(c):
+    """The frames (innermost first) from the tracepoint down to the debugfs write."""
+    return CHAIN_ABOVE + [CHAIN_LEAF] + CHAIN_FUNCS[c][::-1] + [CHAIN_BELOW]
+
+
+def chain_of_stack(names):
+    """Which chain's stack this is (names innermost first), or None."""
+    for c in range(NR_CHAINS):
+        w = chain_want(c)
+        if names[:len(w)] == w and not any(
+                f in names for d in range(NR_CHAINS) if d != c for f in CHAIN_FUNCS[d]):
+            return c
+    return None
+
+
+def guest_chains(run):
+    """{chain: events the guest fired} from ftrace_stackmap_test_chains."""
+    out = {}
+    for l in run.file('chains.txt').decode().split('\n'):
+        if l.strip():
+            c, n = l.split()
+            out[int(c)] = int(n)
+    check(sorted(out) == list(range(NR_CHAINS)), 'chains.txt: %r' % out)
+    return out
+
+
+def check_chains(run, evs, b, mode, guest=None, panic_ts=None, window_ns=None):
+    """Per-event ground truth from the known call chains (patch 0007).
+
+    Every stored stackmap_test:chain event must carry a stack (stack_id or full)
+    whose frames are, innermost first, the tracepoint, the shared leaf, its own
+    chain's functions in reverse call order and the debugfs write, with no
+    function of another chain anywhere: else it counts as unresolved (no stack)
+    or misattributed (some other stack); both must be 0. (chain, seq) pairs must
+    be unique. Then, by mode:
+      exact  every chain's stored seqs are exactly 0 .. count-1, count = the
+             guest's own counter at the end (no loss in the scenario);
+      lost   the ring buffer lost events (LOST reported): the events missing
+             from the store, summed over the chains, are at most the host's
+             LOST count; with a CHAINS-STREAMING marker (late start) and no
+             overrun after it, every event fired after it must be stored;
+      crash  no guest count survives: a hole in a chain's stored seqs must lie
+             within window_ns before the panic (the stored event after the
+             hole, committed after it, is newer than panic_ts - window_ns);
+             an event without a stack is allowed only as the newest stored
+             event of its CPU (its stack event may be the one not flushed).
+    Returns {chain: stored}."""
+    per = {c: {} for c in range(NR_CHAINS)}
+    unresolved, misattr, dups, nostack_tail = [], [], [], 0
+    last_on_cpu = {}
+    for i, e in enumerate(evs):
+        last_on_cpu[e['cpu']] = i
+    for i, e in enumerate(evs):
+        m = CHAIN_EVENT.match(e['event'])
+        if not m:
+            continue
+        c, seq = int(m.group(1)), int(m.group(2))
+        check(c in per, 'chain %d out of range: %s' % (c, e['event']))
+        if seq in per[c]:
+            dups.append((c, seq))
+        per[c][seq] = e['ts']
+        st = e['stack']
+        if st['kind'] not in ('stack_id', 'full') or not st.get('frames'):
+            if mode == 'crash' and st['kind'] == 'none' and last_on_cpu[e['cpu']] == i:
+                nostack_tail += 1
+            else:
+                unresolved.append('%s: %s %s' % (e['event'], st['kind'], st.get('why', '')))
+            continue
+        names = [host_sym(f).split('+')[0] for f in st['frames']]
+        got = chain_of_stack(names)
+        if got != c:
+            misattr.append('%s (cpu %d ts %d) has %s: %s'
+                           % (e['event'], e['cpu'], e['ts'],
+                              "chain %d's stack" % got if got is not None else 'another stack',
+                              names[:8]))
+    for x in (unresolved + misattr)[:10]:
+        log('  CHAIN MISMATCH ' + x)
+    stored = {c: len(per[c]) for c in per}
+    log('chains: stored per chain %s, unresolved %d, misattributed %d, duplicates %d%s'
+        % (stored, len(unresolved), len(misattr), len(dups),
+           ', without stack (newest on their CPU) %d' % nostack_tail if mode == 'crash' else ''))
+    check(sum(stored.values()) > 0, 'no stackmap_test:chain event stored')
+    check(all(stored.values()), 'a chain has no stored event: %s' % stored)
+    check(not unresolved, '%d chain events without their stack' % len(unresolved))
+    check(not misattr, '%d chain events misattributed' % len(misattr))
+    check(not dups, 'duplicate (chain, seq): %s' % dups[:10])
+    if mode == 'exact':
+        log('chains: guest fired %s' % guest)
+        for c in per:
+            missing = sorted(set(range(guest[c])) - set(per[c]))
+            extra = sorted(set(per[c]) - set(range(guest[c])))
+            check(not missing and not extra,
+                  'chain %d: guest fired %d, host stored %d (missing %s, unknown %s)'
+                  % (c, guest[c], stored[c], missing[:10], extra[:10]))
+    elif mode == 'lost':
+        missing = {c: sorted(set(range(guest[c])) - set(per[c])) for c in per}
+        extra = {c: sorted(set(per[c]) - set(range(guest[c]))) for c in per}
+        nmiss = sum(len(v) for v in missing.values())
+        log('chains: guest fired %s, missing %s, host LOST %d events'
+            % (guest, {c: len(v) for c, v in missing.items()}, b['lost_events']))
+        check(not any(extra.values()), 'stored chain events the guest never fired: %s' % extra)
+        check(nmiss <= b['lost_events'], '%d chain events missing, more than the %d LOST'
+              % (nmiss, b['lost_events']))
+        mk = [x for x in run.markers() if x.startswith('CHAINS-STREAMING ')]
+        if mk:
+            f = mk[0].split()[1:]
+            at = {c: int(f[c]) for c in range(NR_CHAINS)}
+            ov_at = int(f[NR_CHAINS].split('=')[1])
+            ov_end = guest_stats(run).get('overrun', 0)
+            late = {c: [s for s in v if s >= at[c]] for c, v in missing.items()}
+            log('chains: streaming from %s (overrun then %d, at the end %d); missing after'
+                ' it %s' % (at, ov_at, ov_end, {c: len(v) for c, v in late.items()}))
+            if ov_end == ov_at:
+                check(not any(late.values()), 'chain events fired while the agent streamed'
+                      ' with no overrun are missing: %s' % late)
+    elif mode == 'crash':
+        holes = []
+        for c in per:
+            seqs = sorted(per[c])
+            for s in range(seqs[-1]):
+                if s in per[c]:
+                    continue
+                nxt = per[c][seqs[bisect.bisect_right(seqs, s)]]
+                holes.append((c, s, (panic_ts - nxt) / 1e6))
+        log('chains: %d holes below the newest stored seq of their chain: %s'
+            % (len(holes), ['chain %d seq %d (next stored %.1f ms before the panic)' % h
+                            for h in holes[:8]]))
+        old = [h for h in holes if h[2] * 1e6 > window_ns]
+        check(not old, 'chain events missing although a later one of the chain, committed'
+              ' after them, was %.0f ms or more before the panic: %s'
+              % (window_ns / 1e6, old[:10]))
+    return stored
+
+
 def db_sum(run, sql):
     c = sqlite3.connect(run.db())
     try:
@@ -356,6 +545,7 @@ def finish_clean(run, proc):
     check(rc == 0, 'launch exited %d (console %s)' % (rc, run.console))
     check('E2S DONE' in mk, 'the guest scenario did not finish')
     check('KERNEL-WARNINGS' not in mk, 'kernel warnings in the guest')
+    check(not [m for m in mk if m.startswith('CHAINS-FAIL')], 'the chain emitter failed')
     check('AGENT_EXIT 0' in mk, 'stackmap-guestd did not exit 0: %s'
           % [m for m in mk if m.startswith('AGENT_EXIT')])
 
@@ -451,6 +641,7 @@ def t_steady(args):
     check(b['epochs'] == 1, '%d epochs, want 1' % b['epochs'])
     check(kinds.get('stack_id', 0) > 0, 'no event with a stack_id')
     log('stack kinds: %s' % kinds)
+    check_chains(run, evs, b, 'exact', guest_chains(run))
     # figures (printed, not asserted)
     ts = [e['ts'] for e in evs]
     span = (max(ts) - min(ts)) / 1e9 if ts else 0
@@ -484,55 +675,144 @@ def t_resets(args):
     log('stack kinds: %s; events in %d distinct epochs; %d events unverified (racy dumps);'
         ' guest maps of %d epochs' % (kinds, len(ep), unv, len(maps)))
     check(len(ep) > n // 2, 'events in only %d epochs' % len(ep))
+    check_chains(run, evs, b, 'exact', guest_chains(run))
+    cep = {e['stack']['epoch'] for e in evs if CHAIN_EVENT.match(e['event'])
+           and e['stack']['kind'] == 'stack_id'}
+    log('chain events in %d distinct epochs' % len(cep))
+    check(len(cep) > n // 2, 'chain events in only %d epochs' % len(cep))
     run.cleanup()
 
 
+# The crash window the 'crash' scenario proves: every event committed at least
+# this long before the panic is stored (guest agent: --flush-ms 10).
+FLUSH_MS = 10
+CRASH_SLACK_MS = 0
+TICK = re.compile(r'e2s-tick (\d+) (\d+) (\d+)')
+
+
 def t_crash(args):
+    """Crashes the guest args.crash_runs times (seeded) while it streams. See the
+    module docstring ("Crash")."""
     kout, initrd = build(args)
     rnd = random.Random(args.seed)
-    for i in range(3):
+    bound = FLUSH_MS + CRASH_SLACK_MS
+    figures = []
+    for i in range(args.crash_runs):
         crash_ms = rnd.randint(4000, 14000)
-        log('--- crash %d: seed %d, panic %d ms after the workload starts' % (i, args.seed, crash_ms))
-        run = Run(args, 'crash-%d' % i, BOOT_TRACE + ['stackmap.e2s_mode=crash',
-                                                      'stackmap.e2s_crash_ms=%d' % crash_ms])
+        k = rnd.randint(100, 1000)
+        log('--- crash %d: seed %d, e2s-ticker K=%d started %d ms after the workload starts'
+            % (i, args.seed, k, crash_ms))
+        trace = [BOOT_TRACE[0] + ',printk:console'] + BOOT_TRACE[1:]
+        run = Run(args, 'crash-%d' % i, trace + ['stackmap.e2s_mode=crash',
+                                                      'stackmap.e2s_crash_ms=%d' % crash_ms,
+                                                      'stackmap.e2s_ticks=%d' % k])
         run.start_agent()
         proc = run.launch(initrd, kout)
         rc = proc.wait()
         time.sleep(3)
         run.reap_agent(signal.SIGTERM)
-        text = run.text()
-        check('sysrq: Trigger a crash' in text, 'the guest did not crash (launch %d)' % rc)
+        check('sysrq: Trigger a crash' in run.text(), 'the guest did not crash (launch %d)' % rc)
         check(rc == 1, 'launch exited %d, want 1 (pvpanic)' % rc)
-        marks = [int(m.split()[1]) for m in run.markers() if re.match(r'^MARK \d+$', m)]
-        b, evs, _ = common_checks(run, expect_ended='crashed')
-        check(b['lost_frames'] == 0, 'LOST frames %d' % b['lost_frames'])
-        stored_marks = set()
-        for e in evs:
-            m = re.search(r'e2s-mark (\d+)', e['event'])
-            if m:
-                stored_marks.add(int(m.group(1)))
-        unres = [e for e in evs if e['stack']['kind'] == 'unresolved']
-        check(not unres, '%d stored events unresolved, e.g. %s' % (len(unres), unres[:1]))
-        check(marks, 'no MARK before the crash')
-        missing = [m for m in marks if m not in stored_marks]
-        check(not missing, 'marks %s were on the console before the crash but are not stored'
-              % missing)
-        pre = [e['ts'] for e in evs if 'e2s-precrash' in e['event']]
-        check(pre,
-              'the marker written 20 ms before the panic is not stored')
-        pm = re.search(r'\[ *(\d+)\.(\d+)\] sysrq: Trigger a crash', text)
-        if pm:
-            pts = int(pm.group(1)) * 10**9 + int(pm.group(2)) * 1000
-            log('crash %d: precrash marker %.1f ms, newest stored event %.1f ms before'
-                ' the panic' % (i, (pts - pre[0]) / 1e6, (pts - max(e['ts'] for e in evs)) / 1e6))
-        last = evs[-5:]
-        for e in last:
-            check(e['stack']['kind'] in ('stack_id', 'full', 'none'), 'last events: %s' % e)
-        nk = sum(1 for e in evs if e['stack']['kind'] == 'stack_id')
-        log('crash %d: %d events stored (%d with stack_id, all resolved), marks 1..%d all'
-            ' stored (stored up to %d), last event %s'
-            % (i, len(evs), nk, max(marks), max(stored_marks), evs[-1]['event'][:70]))
+        figures.append(crash_checks(run, i, k, bound))
         run.cleanup()
+    log('CRASH-WINDOW summary (bound %d ms = flush %d + slack %d): ticks not stored %s;'
+        ' not stored within (ms before the panic) %s; all stored beyond (per-CPU) %s;'
+        ' newest stored tick %s; newest stored event %s'
+        % (bound, FLUSH_MS, CRASH_SLACK_MS, [f['ticks_not_stored'] for f in figures],
+           ['%.1f' % f['lost_within_ms'] for f in figures],
+           ['%.1f' % f['cpu_bound_ms'] for f in figures],
+           ['%.1f' % f['newest_tick_ms'] for f in figures],
+           ['%.1f' % f['newest_event_ms'] for f in figures]))
+
+
+def crash_checks(run, i, k, bound):
+    """The checks of one crashed boot (e2e-stream 'crash'); returns its figures."""
+    text = run.text()
+    check(not [m for m in run.markers()
+               if m.startswith(('TICKER-FAIL', 'CHAINS-FAIL', 'MARK-WRITE-FAIL'))],
+          'a guest helper failed: %s' % [m for m in run.markers() if 'FAIL' in m][:8])
+    marks = [int(m.split()[1]) for m in run.markers() if re.match(r'^MARK \d+$', m)]
+    b, evs, _ = common_checks(run, expect_ended='crashed')
+    check(b['lost_frames'] == 0, 'LOST frames %d' % b['lost_frames'])
+    stored_marks, ticks = set(), {}
+    for e in evs:
+        m = re.search(r'e2s-mark (\d+)', e['event'])
+        if m:
+            stored_marks.add(int(m.group(1)))
+        m = TICK.search(e['event'])
+        if m:
+            check(int(m.group(2)) == k, 'a tick of another K: %s' % e['event'])
+            check(int(m.group(1)) not in ticks, 'tick stored twice: %s' % e['event'])
+            ticks[int(m.group(1))] = e['ts']
+    unres = [e for e in evs if e['stack']['kind'] == 'unresolved']
+    check(not unres, '%d stored events unresolved, e.g. %s' % (len(unres), unres[:1]))
+    check(marks, 'no MARK before the crash')
+    missing = [m for m in marks if m not in stored_marks]
+    check(not missing, 'marks %s were on the console before the crash but are not stored'
+          % missing)
+    pm = re.search(r'\[ *(\d+)\.(\d+)\] sysrq: Trigger a crash', text)
+    check(pm, 'no printk time on the sysrq line')
+    pts = int(pm.group(1)) * 10**9 + int(pm.group(2)) * 1000
+    # The printk clock is local_clock(), the trace clock another one ("global" under
+    # TCG, whose TSC the kernel finds unstable): they may differ. The guest printk()s
+    # "e2s-clock N" (via /dev/kmsg) now and then; the console shows it with the printk
+    # time, the trace (printk:console) with the trace time, both taken in the same
+    # printk() call. Move the panic's time to the trace clock by their difference.
+    con = {int(m.group(3)): int(m.group(1)) * 10**9 + int(m.group(2)) * 1000
+           for m in re.finditer(r'\[ *(\d+)\.(\d+)\] e2s-clock (\d+)', text)}
+    offs = sorted(con[int(m.group(1))] - e['ts'] for e in evs
+                  for m in [re.search(r'^printk/console: e2s-clock (\d+)', e['event'])]
+                  if m and int(m.group(1)) in con)
+    check(offs, 'no e2s-clock printk both on the console and in the trace')
+    off = offs[len(offs) // 2]
+    log('crash %d: printk clock - trace clock = %.3f ms (median of %d, spread %.3f ms)'
+        % (i, off / 1e6, len(offs), (offs[-1] - offs[0]) / 1e6))
+    pts -= off
+    # The crash window: tick I was committed at least K - I ms before the panic.
+    check(ticks, 'no e2s-tick stored')
+    newest = max(ticks)
+    miss = [t for t in range(1, k + 1) if t not in ticks]
+    gaps = sorted((ticks[t + 1] - ticks[t]) / 1e6 for t in ticks if t + 1 in ticks)
+    fig = {
+        'K': k,
+        'ticks_not_stored': k - newest,
+        'newest_tick_ms': (pts - ticks[newest]) / 1e6,
+        'newest_event_ms': (pts - max(e['ts'] for e in evs)) / 1e6,
+        'holes': len([t for t in miss if t < newest]),
+        'gap_ms': (gaps[0], gaps[len(gaps) // 2], gaps[-1]) if gaps else None,
+        # the oldest tick not stored was committed at least 1 ms after the tick
+        # before it: every tick not stored is at most this close to the panic
+        'lost_within_ms': ((pts - ticks[miss[0] - 1]) / 1e6 - 1
+                           if miss and miss[0] - 1 in ticks else 0.0),
+    }
+    # Each CPU's stored events are a prefix of its ring buffer (pages go out in
+    # order; LOST 0): what was not stored was committed after the newest stored
+    # event of its CPU, so everything older than the oldest of those is stored.
+    last_cpu = {}
+    for e in evs:
+        last_cpu[e['cpu']] = max(last_cpu.get(e['cpu'], 0), e['ts'])
+    fig['cpu_bound_ms'] = max((pts - t) / 1e6 for t in last_cpu.values())
+    log('crash %d: CRASH-WINDOW K=%d: ticks stored 1..%d (%d holes), the last %d not;'
+        ' newest stored tick %.2f ms, newest stored event %.2f ms before the panic'
+        ' (trace clock); the ticks not stored were committed less than %.2f ms'
+        ' before it; every event older than %.2f ms is stored (newest stored per'
+        ' CPU: %s ms); tick gaps min/median/max %s ms'
+        % (i, k, newest, fig['holes'], fig['ticks_not_stored'], fig['newest_tick_ms'],
+           fig['newest_event_ms'], fig['lost_within_ms'], fig['cpu_bound_ms'],
+           {c: round((pts - t) / 1e6, 2) for c, t in sorted(last_cpu.items())},
+           '/'.join('%.2f' % g for g in fig['gap_ms']) if gaps else '-'))
+    late = [t for t in miss if k - t >= bound]
+    check(not late, 'ticks committed at least %d ms before the panic are not stored: %s'
+          ' (of K=%d; newest stored %d)' % (bound, late[:10], k, newest))
+    check_chains(run, evs, b, 'crash', panic_ts=pts, window_ns=bound * 10**6)
+    last = evs[-5:]
+    for e in last:
+        check(e['stack']['kind'] in ('stack_id', 'full', 'none'), 'last events: %s' % e)
+    nk = sum(1 for e in evs if e['stack']['kind'] == 'stack_id')
+    log('crash %d: %d events stored (%d with stack_id, all resolved), marks 1..%d all'
+        ' stored (stored up to %d), last event %s'
+        % (i, len(evs), nk, max(marks), max(stored_marks), evs[-1]['event'][:70]))
+    return fig
 
 
 def t_kill(args):
@@ -547,6 +827,7 @@ def t_kill(args):
           % (len(welcomes), run.ha_starts))
     check(all(int(w[0]) > 1 for w in welcomes[1:]), 'a restarted host-agent did not resume: %s'
           % welcomes)
+    check_chains(run, evs, b, 'exact', guest_chains(run))
     log('host-agent started %d times; guest resumed at %s; stack kinds %s; dup frames %d;'
         ' resent (STATS) %d' % (run.ha_starts, welcomes, kinds,
                                 db_sum(run, 'SELECT SUM(dup_frames) FROM streams'),
@@ -569,6 +850,7 @@ def t_late(args):
           ' started: nothing tested about LOST')
     kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
     check(unv == 0, '%d unverified' % unv)
+    check_chains(run, evs, b, 'lost', guest_chains(run))
     log('stack kinds %s; LOST reported %d events (guest overrun %d, dropped %d)'
         % (kinds, b['lost_events'], gs.get('overrun', 0), gs.get('dropped events', 0)))
     run.cleanup()
@@ -617,6 +899,7 @@ def t_full(args):
     log('stack kinds %s; map drops (STATS) %d' % (kinds, drops))
     check(drops > 0, 'the map never filled (no drops): workload too narrow')
     check(kinds.get('full', 0) > 0, 'no full stack stored although the map dropped')
+    check_chains(run, evs, b, 'lost', guest_chains(run))
     run.cleanup()
 
 
@@ -631,10 +914,16 @@ def main():
     ap.add_argument('scenario', choices=sorted(SCENARIOS))
     ap.add_argument('--host-agent', required=True)
     ap.add_argument('--guestd', required=True)
+    ap.add_argument('--ticker', help='e2s-ticker (static; default: next to --guestd in'
+                    ' the same meson build tree, tests/e2e-stream/e2s-ticker)')
+    ap.add_argument('--crash-runs', type=int, default=3, help='crashes in scenario crash')
     ap.add_argument('--workdir', default='e2s-work')
     ap.add_argument('--seed', type=int, default=int(os.environ.get('E2S_SEED', '7')))
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir)
+    if not args.ticker:
+        top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(args.guestd))))
+        args.ticker = os.path.join(top, 'tests', 'e2e-stream', 'e2s-ticker')
     try:
         SCENARIOS[args.scenario](args)
     except Fail as e:

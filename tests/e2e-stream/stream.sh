@@ -4,7 +4,9 @@
 #   e2s_mode     steady | resets | crash | kill | late | full
 #   e2s_seconds  workload length (default 15)
 #   e2s_resets   map resets in mode resets (default 50)
-#   e2s_crash_ms in mode crash: panic this long after the workload starts
+#   e2s_crash_ms in mode crash: start the crash-window probe this long after
+#                the workload starts
+#   e2s_ticks    in mode crash: the probe's K (default 500)
 #   e2s_delay    seconds to trace before stackmap-guestd starts (default 0)
 # Ground truth it leaves for the host (base64 files between FILE markers):
 #   maps.tar.gz  the stack_map text of every epoch, taken just before each reset
@@ -12,15 +14,29 @@
 #                at the end after tracing stopped; "-racy" when tracing was on
 #                while it was read (the dump may then miss ids added after it)
 #   stats.txt    per-CPU stats after the agent exited
+#   chains.txt   <debugfs>/ftrace_stackmap_test_chains at the end: "C COUNT",
+#                the stackmap_test:chain events each known call chain fired
+#                (patch 0007), read after the emitter stopped
+# Known call chains: from before stackmap-guestd starts to the end (or the
+# panic), a background loop writes "C N" (N = 1..5) for each chain C = 0..3
+# to ftrace_stackmap_test_chains every 20 ms, alongside the slab workload.
+# It pauses for the quiet (exact) resets and races the others. In every
+# mode with e2s_delay, "CHAINS-STREAMING <count per chain> overrun=N" gives
+# the counts and the summed ring-buffer overrun once the agent is streaming.
 # and console lines "STACKMAP-E2E: MARK N" after trace_marker "e2s-mark N" was
 # written and 300 ms passed (mode crash), "AGENT_CPU_TICKS", "AGENT_EXIT".
-# In mode crash a background timer writes "e2s-precrash" to trace_marker, waits
-# 20 ms (twice the agent's 10 ms flush window) and panics with sysrq-c.
+# In mode crash each MARK round also printk()s "e2s-clock N" (/dev/kmsg): the
+# host compares its console (printk clock) and printk:console (trace clock) times.
+# In mode crash a background timer starts /e2s-ticker K (e2s-ticker.c): it
+# writes "e2s-tick I K MONO_NS" to trace_marker for I = 1..K, at least 1 ms
+# apart, and panics with sysrq-c right after the K-th: tick I is committed at
+# least K - I ms before the panic.
 . /scenarios/lib.sh
 mode=$(param e2s_mode steady)
 seconds=$(param e2s_seconds 15)
 resets=$(param e2s_resets 50)
 crash_ms=$(param e2s_crash_ms 5000)
+ticks=$(param e2s_ticks 500)
 delay=$(param e2s_delay 0)
 mkdir -p /tmp/maps
 
@@ -39,6 +55,34 @@ work_wide() {
 	ip link > /dev/null 2>&1; mount > /dev/null; ps > /dev/null; df > /dev/null 2>&1
 	sync
 }
+CH=/sys/kernel/debug/ftrace_stackmap_test_chains
+# The chain emitter (background). Control files in /tmp: chains-stop ends it;
+# chains-pause holds it between two writes, acknowledged by chains-paused.
+chains() {
+	i=0
+	while [ ! -e /tmp/chains-stop ]; do
+		if [ -e /tmp/chains-pause ]; then
+			: > /tmp/chains-paused
+			while [ -e /tmp/chains-pause ]; do usleep 5000; done
+			rm -f /tmp/chains-paused
+		fi
+		for c in 0 1 2 3; do
+			echo "$c $((i % 5 + 1))" > $CH || { say "CHAINS-FAIL $c"; exit 1; }
+		done
+		i=$((i + 1))
+		usleep 20000
+	done
+}
+chains_pause() {
+	: > /tmp/chains-pause
+	while [ ! -e /tmp/chains-paused ]; do usleep 2000; done
+}
+chains_resume() {
+	rm -f /tmp/chains-pause
+	while [ -e /tmp/chains-paused ]; do usleep 2000; done
+}
+chains_counts() { awk '{ printf "%s%s", s, $2; s = " " }' $CH; }
+overrun() { cat $T/per_cpu/cpu*/stats | awk '$1 == "overrun:" { n += $2 } END { print n + 0 }'; }
 epoch() { sed -n 's/^epoch: *//p' $T/stack_map_stat; }
 snap() {   # snap SUFFIX: save the current epoch's map
 	e=$(epoch)
@@ -47,12 +91,17 @@ snap() {   # snap SUFFIX: save the current epoch's map
 }
 
 say "E2S mode=$mode seconds=$seconds epoch=$(epoch) bits: $(tr '\n' ' ' < $T/stack_map_stat)"
+[ -w $CH ] || fail "no $CH (kernel without patch 0007?)"
+grep -qx 'stackmap_test:chain' $T/set_event || fail "stackmap_test:chain is not enabled"
+chains &
+CHAINS=$!
 i=0
 while [ $i -lt "$delay" ]; do work; i=$((i + 1)); done
 /stackmap-guestd --exclude-self &
 AGENT=$!
 sleep 2
 say "STREAMING agent=$AGENT"
+[ "$delay" = 0 ] || say "CHAINS-STREAMING $(chains_counts) overrun=$(overrun)"
 end=$(($(date +%s) + seconds))
 case "$mode" in
 resets)
@@ -60,11 +109,14 @@ resets)
 	while [ $i -lt "$resets" ]; do
 		work
 		if [ $((i % 2)) = 0 ]; then
-			# quiet reset: the dump is exact
+			# quiet reset: the dump is exact (the chain emitter is
+			# held, so that no chain event is fired with tracing off)
+			chains_pause
 			echo 0 > $T/tracing_on
 			snap ""
 			echo 0 > $T/stack_map || fail "reset $i"
 			echo 1 > $T/tracing_on
+			chains_resume
 		else
 			# racing reset: events are recorded while the map is read and reset
 			snap "-racy"
@@ -76,14 +128,23 @@ resets)
 	;;
 crash)
 	( sleep "$(echo "$crash_ms" | awk '{ printf "%.3f", $1 / 1000 }')"
-	  echo "e2s-precrash" > $T/trace_marker
-	  sleep 0.02
+	  say "TICKER K=$ticks"
+	  /e2s-ticker "$ticks"
+	  # e2s-ticker only returns on an error: say what the tracing state
+	  # was, then end the boot the same way (the host fails on the marker)
+	  say "TICKER-FAIL rc=$? tracing_on=$(cat $T/tracing_on)" \
+	      "buffer_total_size_kb=$(cat $T/buffer_total_size_kb)"
+	  for f in $T/per_cpu/cpu*/stats; do say "TICKER-FAIL $f: $(tr '\n' ' ' < $f)"; done
 	  echo c > /proc/sysrq-trigger ) &
 	n=0
 	while :; do
 		work
 		n=$((n + 1))
-		echo "e2s-mark $n" > $T/trace_marker
+		# clock check: printk stamps this with the printk clock on the
+		# console and (printk:console) with the trace clock in the trace
+		echo "e2s-clock $n" > /dev/kmsg
+		echo "e2s-mark $n" > $T/trace_marker ||
+			say "MARK-WRITE-FAIL $n tracing_on=$(cat $T/tracing_on)"
 		sleep 0.3
 		say "MARK $n"
 	done
@@ -95,6 +156,10 @@ full)
 	while [ "$(date +%s)" -lt "$end" ]; do work; done
 	;;
 esac
+: > /tmp/chains-stop
+wait $CHAINS
+cat $CH > /tmp/chains.txt
+say "CHAINS $(chains_counts)"
 echo 0 > $T/tracing_on
 say "map: $(tr '\n' ' ' < $T/stack_map_stat)"
 snap ""
@@ -108,4 +173,5 @@ cat $T/per_cpu/cpu*/stats > /tmp/stats.txt
 (cd /tmp && tar czf /tmp/maps.tar.gz maps)
 emit maps.tar.gz /tmp/maps.tar.gz
 emit stats.txt /tmp/stats.txt
+emit chains.txt /tmp/chains.txt
 say "E2S DONE"
