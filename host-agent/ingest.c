@@ -345,11 +345,17 @@ typedef struct {
 	HaConn *c;
 	uint32_t cpu;
 	CpuBatch *b;
+	bool fed;		/* an event of this page was fed to the pairer */
 } WalkCtx;
 
 static void on_event(const HaEvent *ev, void *user)
 {
 	WalkCtx *w = user;
+
+	/* events lost before this page: no stack after it belongs to one before it */
+	if (!w->fed && ha_tep_missed(w->c->tep) != 0)
+		ha_pair_lost(w->c->pair, w->cpu);
+	w->fed = true;
 
 	w->b->events++;
 	w->b->ts_min = MIN(w->b->ts_min, ev->ts);
@@ -792,6 +798,8 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 			return true;
 		}
 		missed = ha_tep_missed(c->tep);
+		if (missed != 0 && !w.fed)
+			ha_pair_lost(c->pair, m.cpu);
 		if (missed > 0)
 			c->d_missed += (uint64_t)missed;
 		else if (missed < 0)
@@ -1030,6 +1038,8 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 		g_warning("%s: boot %s stream %016" PRIx64 ": frames %" PRIu64 "..%" PRIu64
 			  " never arrived (the guest dropped them): recorded as loss",
 			  c->domain, c->boot_str, c->stream_id, c->expected, f->seq - 1);
+		if (c->pair)
+			ha_pair_lost_all(c->pair);
 		c->expected = f->seq;
 	}
 	if (f->type != SMP_HELLO && smp_type_name(f->type) &&

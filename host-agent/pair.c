@@ -35,10 +35,12 @@ HaPair *ha_pair_new(HaPairFn fn, void *user)
 	return p;
 }
 
-static void finish(HaPair *p, uint32_t cpu, Waiting *w, const HaEvent *st)
+static void finish(HaPair *p, uint32_t cpu, Waiting *w, const HaEvent *st,
+		   HaStackKind none)
 {
 	HaPaired r = {
 		.cpu = cpu, .ts = w->ts, .type = w->type, .pid = w->pid, .text = w->text,
+		.stack = none,
 	};
 
 	if (st && st->kind == HA_EV_STACK_ID) {
@@ -54,10 +56,10 @@ static void finish(HaPair *p, uint32_t cpu, Waiting *w, const HaEvent *st)
 	w->text = NULL;
 }
 
-static void flush_q(HaPair *p, uint32_t cpu, CpuQ *q)
+static void flush_q(HaPair *p, uint32_t cpu, CpuQ *q, HaStackKind why)
 {
 	for (unsigned int i = 0; i < q->n; i++)
-		finish(p, cpu, &q->w[i], NULL);
+		finish(p, cpu, &q->w[i], NULL, why);
 	q->n = 0;
 }
 
@@ -89,7 +91,7 @@ void ha_pair_feed(HaPair *p, uint32_t cpu, const HaEvent *ev, char *text)
 	}
 	if (ev->kind == HA_EV_OTHER) {
 		if (q->n == HA_PAIR_DEPTH) {
-			finish(p, cpu, &q->w[0], NULL);
+			finish(p, cpu, &q->w[0], NULL, HA_STACK_NONE);
 			memmove(&q->w[0], &q->w[1], sizeof(q->w[0]) * (HA_PAIR_DEPTH - 1));
 			q->n--;
 		}
@@ -106,8 +108,8 @@ void ha_pair_feed(HaPair *p, uint32_t cpu, const HaEvent *ev, char *text)
 			continue;
 		/* Everything that started after w and is still waiting: nested, stackless. */
 		for (unsigned int j = i + 1; j < q->n; j++)
-			finish(p, cpu, &q->w[j], NULL);
-		finish(p, cpu, w, ev);
+			finish(p, cpu, &q->w[j], NULL, HA_STACK_NONE);
+		finish(p, cpu, w, ev, HA_STACK_NONE);
 		q->n = i;
 		return;
 	}
@@ -121,7 +123,25 @@ void ha_pair_flush(HaPair *p)
 
 	g_hash_table_iter_init(&it, p->cpus);
 	while (g_hash_table_iter_next(&it, &k, &v))
-		flush_q(p, GPOINTER_TO_UINT(k), v);
+		flush_q(p, GPOINTER_TO_UINT(k), v, HA_STACK_NONE);
+}
+
+void ha_pair_lost(HaPair *p, uint32_t cpu)
+{
+	CpuQ *q = g_hash_table_lookup(p->cpus, GUINT_TO_POINTER(cpu));
+
+	if (q)
+		flush_q(p, cpu, q, HA_STACK_LOST);
+}
+
+void ha_pair_lost_all(HaPair *p)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, p->cpus);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		flush_q(p, GPOINTER_TO_UINT(k), v, HA_STACK_LOST);
 }
 
 uint64_t ha_pair_orphans(const HaPair *p)

@@ -18,6 +18,12 @@
  * without a stack) is finished without a stack. A stack event that matches nothing
  * (its event was on an earlier page that was lost) is counted as an orphan. The
  * waiting stack holds at most HA_PAIR_DEPTH events; older ones are finished stackless.
+ *
+ * Loss: when events were lost before a page (the ring buffer overwrote them, flagged
+ * RB_MISSED_EVENTS; or the agent dropped PAGE frames), a waiting event's stack event
+ * may have been among them, and the next stack event on the CPU may belong to a lost
+ * event of the same task: it must not be given to the waiting one. ha_pair_lost()
+ * finishes the waiting events as HA_STACK_LOST first.
  */
 #ifndef HA_PAIR_H
 #define HA_PAIR_H
@@ -34,6 +40,7 @@ typedef enum {
 	HA_STACK_NONE = 0,
 	HA_STACK_ID,		/* stack_id into the map */
 	HA_STACK_FULL,		/* full stack inline (ips) */
+	HA_STACK_LOST,		/* its stack event may have been lost with other events */
 } HaStackKind;
 
 typedef struct {
@@ -62,6 +69,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaPair, ha_pair_free)
 void ha_pair_feed(HaPair *p, uint32_t cpu, const HaEvent *ev, char *text);
 /* Finish every waiting event without a stack. */
 void ha_pair_flush(HaPair *p);
+/* Events of @cpu were lost before the next one fed: finish its waiting ones as
+ * HA_STACK_LOST. ha_pair_lost_all(): every CPU (frames lost). */
+void ha_pair_lost(HaPair *p, uint32_t cpu);
+void ha_pair_lost_all(HaPair *p);
 uint64_t ha_pair_orphans(const HaPair *p);
 
 /* The waiting events (texts dropped), as a new GBytes (g_bytes_unref), so that a

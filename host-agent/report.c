@@ -23,6 +23,7 @@ typedef enum {
 	ST_MAP,			/* resolved stack_id */
 	ST_FULL,		/* inline full stack */
 	ST_UNRESOLVED,		/* stack_id with no stack for its epoch */
+	ST_LOST,		/* its stack event may have been lost with other events */
 } StKind;
 
 typedef struct {
@@ -195,6 +196,8 @@ static char *stack_label(const Stack *st)
 	switch (st->kind) {
 	case ST_NONE:
 		return g_strdup("[no stack]");
+	case ST_LOST:
+		return g_strdup("[stack lost with the events lost after it]");
 	case ST_MAP:
 		return g_strdup_printf("stack_id 0x%08" PRIx64 " (epoch %" PRId64 ", slot %u)",
 				       st->sid, st->epoch, smp_id_slot((uint32_t)st->sid));
@@ -253,7 +256,8 @@ static void json_frames(GString *o, const Stack *st, const HaSyms *syms)
 
 static void json_stack(GString *o, const Stack *st, const HaSyms *syms)
 {
-	static const char *const kinds[] = { "none", "stack_id", "full", "unresolved" };
+	static const char *const kinds[] = { "none", "stack_id", "full", "unresolved",
+					     "lost" };
 
 	g_string_append_printf(o, "{\"kind\":\"%s\"", kinds[st->kind]);
 	if (st->kind == ST_MAP || st->kind == ST_UNRESOLVED)
@@ -275,7 +279,7 @@ static char *folded(const Stack *st, const HaSyms *syms)
 {
 	GString *o = g_string_new(NULL);
 
-	if (st->kind == ST_NONE || st->kind == ST_UNRESOLVED) {
+	if (st->kind == ST_NONE || st->kind == ST_UNRESOLVED || st->kind == ST_LOST) {
 		g_autofree char *l = stack_label(st);
 
 		g_string_append(o, l);
@@ -536,6 +540,8 @@ static void add_entry(GHashTable *by_key, int64_t boot, Stack *st, uint64_t coun
 		key = g_strdup_printf("%" PRId64 ":f%" PRId64, boot, st->sid);
 	else if (st->kind == ST_NONE)
 		key = g_strdup_printf("%" PRId64 ":none", boot);
+	else if (st->kind == ST_LOST)
+		key = g_strdup_printf("%" PRId64 ":lost", boot);
 	else
 		key = g_strdup_printf("%" PRId64 ":u%" PRId64 ":%s", boot, st->sid, st->why);
 	e = g_hash_table_lookup(by_key, key);
@@ -713,6 +719,7 @@ typedef struct {
 	HaTep *tep;
 	HaPair *pair;
 	uint32_t cpu;
+	bool fed;		/* an event of this page was fed to the pairer */
 } WalkCtx;
 
 static void on_paired(const HaPaired *p, void *user)
@@ -722,6 +729,8 @@ static void on_paired(const HaPaired *p, void *user)
 
 	if (p->stack == HA_STACK_ID) {
 		resolve_map(x->store, x->boot, p->stack_id, p->ts, p->ts, &e.st);
+	} else if (p->stack == HA_STACK_LOST) {
+		e.st.kind = ST_LOST;
 	} else if (p->stack == HA_STACK_FULL) {
 		e.st.kind = ST_FULL;
 		e.st.sid = 0;
@@ -735,6 +744,10 @@ static void on_event(const HaEvent *ev, void *user)
 {
 	WalkCtx *w = user;
 
+	/* events lost before this page: no stack after it belongs to one before it */
+	if (!w->fed && ha_tep_missed(w->tep) != 0)
+		ha_pair_lost(w->pair, w->cpu);
+	w->fed = true;
 	ha_pair_feed(w->pair, w->cpu, ev,
 		     ev->kind == HA_EV_OTHER ? ha_tep_format_event(w->tep, ev) : NULL);
 }
@@ -879,10 +892,14 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 					       e->message);
 			continue;
 		}
-		while (ha_chunk_next_page(raw, &off, &page, &len))
+		while (ha_chunk_next_page(raw, &off, &page, &len)) {
+			w.fed = false;
 			if (ha_tep_walk_page(tep, page, len, on_event, &w, NULL) < 0)
 				g_string_append_printf(out, "chunk %" PRId64 ": unparsable page\n",
 						       id);
+			else if (!w.fed && ha_tep_missed(tep) != 0)
+				ha_pair_lost(pair, w.cpu);
+		}
 		progress_tick(&pr, chunks->len - i, chunks->len);
 	}
 	progress_end(&pr);

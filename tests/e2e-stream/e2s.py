@@ -431,9 +431,12 @@ def check_chains(run, evs, b, mode, guest=None, panic_ts=None, window_ns=None):
              hole, committed after it, is newer than panic_ts - window_ns);
              an event without a stack is allowed only as the newest stored
              event of its CPU (its stack event may be the one not flushed).
+    In mode lost an event may also have kind "lost": the host saw events lost right
+    after it (RB_MISSED_EVENTS on the next page, or dropped frames), so its stack
+    event may have been one of them; it is counted, never given another stack.
     Returns {chain: stored}."""
     per = {c: {} for c in range(NR_CHAINS)}
-    unresolved, misattr, dups, nostack_tail = [], [], [], 0
+    unresolved, misattr, dups, nostack_tail, lost_stack = [], [], [], 0, 0
     last_on_cpu = {}
     for i, e in enumerate(evs):
         last_on_cpu[e['cpu']] = i
@@ -450,6 +453,9 @@ def check_chains(run, evs, b, mode, guest=None, panic_ts=None, window_ns=None):
         if st['kind'] not in ('stack_id', 'full') or not st.get('frames'):
             if mode == 'crash' and st['kind'] == 'none' and last_on_cpu[e['cpu']] == i:
                 nostack_tail += 1
+            elif mode == 'lost' and st['kind'] == 'lost':
+                # the host saw events lost right after it: its stack may be one of them
+                lost_stack += 1
             else:
                 unresolved.append('%s: %s %s' % (e['event'], st['kind'], st.get('why', '')))
             continue
@@ -465,7 +471,9 @@ def check_chains(run, evs, b, mode, guest=None, panic_ts=None, window_ns=None):
     stored = {c: len(per[c]) for c in per}
     log('chains: stored per chain %s, unresolved %d, misattributed %d, duplicates %d%s'
         % (stored, len(unresolved), len(misattr), len(dups),
-           ', without stack (newest on their CPU) %d' % nostack_tail if mode == 'crash' else ''))
+           ', without stack (newest on their CPU) %d' % nostack_tail if mode == 'crash' else
+           ', stack lost with the events after them %d' % lost_stack if mode == 'lost'
+           else ''))
     check(sum(stored.values()) > 0, 'no stackmap_test:chain event stored')
     check(all(stored.values()), 'a chain has no stored event: %s' % stored)
     check(not unresolved, '%d chain events without their stack' % len(unresolved))

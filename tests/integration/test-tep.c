@@ -238,6 +238,22 @@ static void test_pairing(void)
 	ha_pair_feed(q, 2, &sa, NULL);
 	CHECK(x.n == 1 && x.got[0].stack_id == 11 && x.got[0].ts == 1, "paired across restart");
 	CHECK(!ha_pair_load(q, "\x01\x00\x00\x00\xff\x00\x00\x00", 8), "bad blob refused");
+	/* A, then events lost (its stack and a later event of the same task), then the
+	 * later event's stack: it must not be given to A */
+	for (int i = 0; i < x.n; i++)
+		g_clear_pointer(&x.texts[i], g_free);
+	x.n = 0;
+	ha_pair_feed(q, 3, &a, g_strdup("A"));
+	ha_pair_lost(q, 3);
+	CHECK(x.n == 1 && x.got[0].stack == HA_STACK_LOST && !strcmp(x.texts[0], "A"),
+	      "a loss finishes the waiting event as stack lost");
+	ha_pair_feed(q, 3, &sa, NULL);
+	CHECK(x.n == 1 && ha_pair_orphans(q) == 1, "the stack after the loss is an orphan");
+	ha_pair_feed(q, 4, &a, g_strdup("A4"));
+	ha_pair_feed(q, 5, &a, g_strdup("A5"));
+	ha_pair_lost_all(q);
+	CHECK(x.n == 3 && x.got[1].stack == HA_STACK_LOST && x.got[2].stack == HA_STACK_LOST,
+	      "lost frames finish every CPU's waiting events");
 	g_bytes_unref(saved);
 	ha_pair_free(q);
 	ha_pair_free(p);
