@@ -116,14 +116,19 @@ void ha_pair_feed(HaPair *p, uint32_t cpu, const HaEvent *ev, char *text)
 	p->orphans++;
 }
 
-void ha_pair_flush(HaPair *p)
+static void flush_all(HaPair *p, HaStackKind why)
 {
 	GHashTableIter it;
 	gpointer k, v;
 
 	g_hash_table_iter_init(&it, p->cpus);
 	while (g_hash_table_iter_next(&it, &k, &v))
-		flush_q(p, GPOINTER_TO_UINT(k), v, HA_STACK_NONE);
+		flush_q(p, GPOINTER_TO_UINT(k), v, why);
+}
+
+void ha_pair_flush(HaPair *p)
+{
+	flush_all(p, HA_STACK_NONE);
 }
 
 void ha_pair_lost(HaPair *p, uint32_t cpu)
@@ -136,12 +141,7 @@ void ha_pair_lost(HaPair *p, uint32_t cpu)
 
 void ha_pair_lost_all(HaPair *p)
 {
-	GHashTableIter it;
-	gpointer k, v;
-
-	g_hash_table_iter_init(&it, p->cpus);
-	while (g_hash_table_iter_next(&it, &k, &v))
-		flush_q(p, GPOINTER_TO_UINT(k), v, HA_STACK_LOST);
+	flush_all(p, HA_STACK_LOST);
 }
 
 uint64_t ha_pair_orphans(const HaPair *p)
