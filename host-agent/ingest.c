@@ -1066,6 +1066,42 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 	return true;
 }
 
+HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *ctx,
+			  GError **error)
+{
+	for (unsigned int i = 0; i < max_reads; i++) {
+		uint8_t *space;
+		size_t room = ha_conn_space(c, &space);
+		ssize_t n;
+
+		if (room == 0) {
+			if (!ha_conn_process(c, error))
+				return HA_READ_FAILED;
+			room = ha_conn_space(c, &space);
+			if (room == 0) {
+				g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "decoder stuck");
+				return HA_READ_FAILED;
+			}
+		}
+		n = fn(ctx, space, room);
+		if (n == -EINTR)
+			continue;
+		if (n == -EAGAIN)
+			return HA_READ_DRY;
+		if (n == 0)
+			return HA_READ_END;
+		if (n < 0) {
+			g_set_error(error, G_IO_ERROR, g_io_error_from_errno((int)-n), "read: %s",
+				    g_strerror((int)-n));
+			return HA_READ_FAILED;
+		}
+		ha_conn_commit(c, (size_t)n);
+		if (!ha_conn_process(c, error))
+			return HA_READ_FAILED;
+	}
+	return HA_READ_MORE;
+}
+
 bool ha_conn_process(HaConn *c, GError **error)
 {
 	for (;;) {

@@ -19,6 +19,7 @@
 #define HA_INGEST_H
 
 #include <glib.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -54,6 +55,18 @@ void ha_conn_commit(HaConn *c, size_t n);
  * frames, store failure, quota reached).
  */
 bool ha_conn_process(HaConn *c, GError **error);
+
+/*
+ * The read loop of every source: up to @max_reads reads from @fn into the decoder, each
+ * applied at once. @fn returns bytes read, 0 at the end of the input, -EAGAIN when
+ * nothing is there now, or another -errno. HA_READ_DRY: the input ran dry (time for
+ * ha_conn_commit_due_ms()); HA_READ_MORE: @max_reads done, more may wait; HA_READ_END:
+ * the guest side closed; HA_READ_FAILED: close the link, @error says why.
+ */
+typedef ssize_t (*HaReadFn)(void *ctx, uint8_t *buf, size_t len);
+typedef enum { HA_READ_MORE, HA_READ_DRY, HA_READ_END, HA_READ_FAILED } HaReadResult;
+HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *ctx,
+			  GError **error);
 
 /* Commit the current batch and queue its ACK. False with @error on store failure or
  * when the quota is reached (the batch is then rolled back and not acknowledged). */

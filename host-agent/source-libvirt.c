@@ -23,6 +23,7 @@
  */
 #include "source.h"
 
+#include <errno.h>
 #include <gio/gio.h>
 #include <libvirt-glib/libvirt-glib.h>
 #include <libvirt/libvirt.h>
@@ -147,54 +148,45 @@ static bool input_idle(HaLvSource *s)
 
 enum read_result { READ_MORE, READ_DRY, READ_CLOSED };
 
+static ssize_t read_stream(void *ctx, uint8_t *buf, size_t len)
+{
+	HaLvSource *s = ctx;
+	int n = virStreamRecv(s->st, (char *)buf, MIN(len, 1u << 20));
+
+	if (n == -2)
+		return -EAGAIN;
+	if (n < 0) {
+		g_message("%s: channel read: %s", s->label, lv_err());
+		return -EIO;
+	}
+	return n;
+}
+
 /* Read and apply up to READS_PER_WAKE chunks. On READ_CLOSED the link is closed. */
 static enum read_result read_some(HaLvSource *s)
 {
-	for (int i = 0; i < READS_PER_WAKE; i++) {
-		g_autoptr(GError) e = NULL;
-		uint8_t *space;
-		size_t room = ha_conn_space(s->conn, &space);
-		int n;
+	g_autoptr(GError) e = NULL;
 
-		if (room == 0) {
-			if (!ha_conn_process(s->conn, &e))
-				goto fail;
-			room = ha_conn_space(s->conn, &space);
-			if (room == 0) {
-				link_close(s, "decoder stuck");
-				return READ_CLOSED;
-			}
-		}
-		n = virStreamRecv(s->st, (char *)space, MIN(room, 1u << 20));
-		if (n > 0) {
-			ha_conn_commit(s->conn, (size_t)n);
-			if (!ha_conn_process(s->conn, &e))
-				goto fail;
-			continue;
-		}
-		if (n == 0) {
-			link_close(s, "the channel was closed");
-			return READ_CLOSED;
-		}
-		if (n == -2) {
-			if (!input_idle(s)) {
-				link_close(s, NULL);
-				return READ_CLOSED;
-			}
-			return READ_DRY;
-		}
-		link_close(s, lv_err());
+	switch (ha_conn_read(s->conn, READS_PER_WAKE, read_stream, s, &e)) {
+	case HA_READ_MORE:
+		if (write_output(s))
+			return READ_MORE;
+		link_close(s, "write failed");
 		return READ_CLOSED;
-fail:
+	case HA_READ_DRY:
+		if (input_idle(s))
+			return READ_DRY;
+		link_close(s, NULL);
+		return READ_CLOSED;
+	case HA_READ_END:
+		link_close(s, "the channel was closed");
+		return READ_CLOSED;
+	case HA_READ_FAILED:
+	default:
 		g_warning("%s: closing the channel: %s", s->label, e->message);
 		link_close(s, NULL);
 		return READ_CLOSED;
 	}
-	if (!write_output(s)) {
-		link_close(s, "write failed");
-		return READ_CLOSED;
-	}
-	return READ_MORE;
 }
 
 static void on_stream(virStreamPtr st, int events, void *opaque)

@@ -106,55 +106,36 @@ static bool input_idle(HaSource *s)
 	return true;
 }
 
+static ssize_t read_fd(void *ctx, uint8_t *buf, size_t len)
+{
+	ssize_t n = read(*(const int *)ctx, buf, len);
+
+	return n < 0 ? -errno : n;
+}
+
 static gboolean on_readable(gint fd, GIOCondition cond, gpointer user)
 {
 	HaSource *s = user;
+	g_autoptr(GError) e = NULL;
 
-	for (int i = 0; i < READS_PER_WAKE; i++) {
-		g_autoptr(GError) e = NULL;
-		uint8_t *space;
-		size_t room = ha_conn_space(s->conn, &space);
-		ssize_t n;
-
-		if (room == 0) {
-			if (!ha_conn_process(s->conn, &e))
-				goto fail;
-			room = ha_conn_space(s->conn, &space);
-			if (room == 0) {
-				link_close(s, "decoder stuck");
-				return G_SOURCE_REMOVE;
-			}
-		}
-		n = read(fd, space, room);
-		if (n > 0) {
-			ha_conn_commit(s->conn, (size_t)n);
-			if (!ha_conn_process(s->conn, &e))
-				goto fail;
-			write_output(s);
-			continue;
-		}
-		if (n == 0) {
-			link_close(s, "guest side closed the connection");
-			return G_SOURCE_REMOVE;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN) {
-			if (!input_idle(s))
-				goto hangup;
+	switch (ha_conn_read(s->conn, READS_PER_WAKE, read_fd, &fd, &e)) {
+	case HA_READ_MORE:
+		write_output(s);
+		return G_SOURCE_CONTINUE;
+	case HA_READ_DRY:
+		if (input_idle(s))
 			return G_SOURCE_CONTINUE;
-		}
-		link_close(s, g_strerror(errno));
+		link_close(s, NULL);
 		return G_SOURCE_REMOVE;
-fail:
+	case HA_READ_END:
+		link_close(s, "guest side closed the connection");
+		return G_SOURCE_REMOVE;
+	case HA_READ_FAILED:
+	default:
 		g_warning("%s: %s: closing the connection: %s", s->domain, s->path, e->message);
 		link_close(s, NULL);
 		return G_SOURCE_REMOVE;
 	}
-	return G_SOURCE_CONTINUE;
-hangup:
-	link_close(s, NULL);
-	return G_SOURCE_REMOVE;
 }
 
 static void link_open(HaSource *s, int fd)
