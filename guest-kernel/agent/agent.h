@@ -95,7 +95,6 @@ struct agent {
 	char *modules;		/* the last /proc/modules sent */
 	uint32_t ksyms_gen;
 	uint32_t modules_gen;
-	uint64_t meta_lo, meta_hi;
 
 	/* the newest EPOCH frames queued, oldest first: the epoch in effect at any held
 	 * frame, after its EPOCH frame was dropped with the window */

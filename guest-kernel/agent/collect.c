@@ -138,9 +138,10 @@ int agent_send_metadata(struct agent *a, bool regen)
 	_cleanup_free_ char *mods = NULL, *ftrace = NULL, *enabled = NULL;
 	struct win_stats ws;
 	size_t len = 0, nr;
+	uint64_t lo;
 
 	win_get_stats(a->win, &ws);
-	a->meta_lo = ws.next_seq;
+	lo = ws.next_seq;
 	if (regen) {
 		a->ksyms_gen++;
 		a->modules_gen++;
@@ -169,11 +170,10 @@ int agent_send_metadata(struct agent *a, bool regen)
 	a->modules = mods;
 	mods = NULL;
 	win_get_stats(a->win, &ws);
-	a->meta_hi = ws.next_seq - 1;
 	log_info("metadata queued: %zu formats, KSYMS generation %" PRIu32 ", MODULES "
-		 "generation %" PRIu32 " (seq %" PRIu64 "..%" PRIu64 ")",
+		 "generation %" PRIu32 " (%" PRIu64 " frames)",
 		 list_count(a->formats, a->formats_len),
-		 a->ksyms_gen, a->modules_gen, a->meta_lo, a->meta_hi);
+		 a->ksyms_gen, a->modules_gen, ws.next_seq - lo);
 	return 0;
 }
 
@@ -501,7 +501,7 @@ int agent_after_gap(struct agent *a, uint64_t resume_seq)
 	struct win_stats fs;
 	const struct epoch_frame *e = NULL;
 	struct epoch_frame lead = { 0 };
-	uint64_t first, meta_lo = 0, meta_hi = 0;
+	uint64_t first;
 	size_t headroom = 0;
 	int64_t at, shift = 0;
 	uint32_t keep = 0;
@@ -528,8 +528,6 @@ int agent_after_gap(struct agent *a, uint64_t resume_seq)
 		a->win = held;
 		if (r < 0)
 			goto fresh_free;
-		meta_lo = a->meta_lo;
-		meta_hi = a->meta_hi;
 		/*
 		 * Keep at most half the window: the snapshot goes out first, but until it
 		 * is written new pages keep coming, and in a full window each would push
@@ -560,11 +558,6 @@ int agent_after_gap(struct agent *a, uint64_t resume_seq)
 		goto fresh;
 	}
 	latency_rebase(&a->lat, first, shift);
-	if (meta) {
-		/* the snapshot now starts at (at - shift); front seqs started at 1 */
-		a->meta_lo = (uint64_t)(at - shift) + meta_lo - 1;
-		a->meta_hi = (uint64_t)(at - shift) + meta_hi - 1;
-	}
 	/* remembered EPOCH frames move with the kept frames; the one re-sent leads */
 	for (uint32_t i = 0; i < a->nr_epochs; i++)
 		if (a->epochs[i].seq >= first)
