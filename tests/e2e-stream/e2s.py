@@ -96,6 +96,11 @@ import tarfile
 import tempfile
 import time
 
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'e2e'))
+import e2e  # noqa: E402  (tests/e2e/e2e.py: the stack_map parser, System.map)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GK = os.path.join(ROOT, 'guest-kernel')
@@ -255,22 +260,10 @@ def build(args):
     return kout, initrd
 
 
-PS_HEAD = re.compile(r'^stack_id (\d+) \[ref (\d+), depth (\d+)\]$')
-PS_FRAME = re.compile(r'^  \[(\d+)\] (\S+)')
-
-
 def parse_map(text):
-    stacks, cur = {}, None
-    for l in text.split('\n'):
-        m = PS_HEAD.match(l)
-        if m:
-            cur = int(m.group(1))
-            stacks[cur] = []
-            continue
-        m = PS_FRAME.match(l)
-        if m and cur is not None:
-            stacks[cur].append(m.group(2).split('/')[0])
-    return stacks
+    """{stack_id: [func+0xoff, ...]} from a stack_map text (e2e.parse_stack_map)."""
+    return {sid: [f.split('/')[0] for f in frames]
+            for sid, (_, _, frames) in e2e.parse_stack_map(text).items()}
 
 
 def guest_maps(run):
@@ -303,31 +296,11 @@ def host_sym(frame):
     return frame['sym'].split(' ')[0].split('/')[0]
 
 
-class SymbolTable:
-    """System.map of the guest kernel (booted with nokaslr): every "name+0xoff"
-    rendering of an address, since aliases (__x64_sys_vfork, __do_sys_vfork)
-    share one and the guest and host may pick different ones."""
-
-    def __init__(self, kout):
-        syms = []
-        with open(os.path.join(kout, 'System.map')) as f:
-            for l in f:
-                a, t, n = l.split()[:3]
-                if t in 'tTwW':
-                    syms.append((int(a, 16), n))
-        syms.sort()
-        self.addrs = [a for a, _ in syms]
-        self.names = [n for _, n in syms]
-
-    def renderings(self, addr):
-        i = bisect.bisect_right(self.addrs, addr) - 1
-        if i < 0:
-            return set()
-        base, out = self.addrs[i], set()
-        while i >= 0 and self.addrs[i] == base:
-            out.add('%s+0x%x' % (self.names[i], addr - base))
-            i -= 1
-        return out
+def symbol_table(kout):
+    """The guest's System.map (booted with nokaslr): e2e.SymbolTable.sym_offs() gives
+    every "name+0xoff" rendering of an address, since aliases (__x64_sys_vfork,
+    __do_sys_vfork) share one and the guest and host may pick different ones."""
+    return e2e.SymbolTable(os.path.join(kout, 'System.map'))
 
 
 def same_stack(frames, want, syms):
@@ -335,7 +308,7 @@ def same_stack(frames, want, syms):
     if len(frames) != len(want):
         return False
     for f, w in zip(frames, want):
-        alias = syms.renderings(int(f['ip'], 16))
+        alias = syms.sym_offs(int(f['ip'], 16))
         if w not in alias or host_sym(f) not in alias:
             return False
     return True
@@ -644,7 +617,7 @@ def t_steady(args):
     run = boot_plain(args, kout, initrd, 'steady', 'steady', seconds=15)
     b, evs, maps = common_checks(run)
     gs, stored = counts(run, b, evs)
-    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
     check(unv == 0, '%d events unverified in a scenario without racy dumps' % unv)
     check(b['epochs'] == 1, '%d epochs, want 1' % b['epochs'])
     check(kinds.get('stack_id', 0) > 0, 'no event with a stack_id')
@@ -676,7 +649,7 @@ def t_resets(args):
                      extra=['stackmap.e2s_resets=%d' % n])
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
-    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
     check('RESETS %d' % n in run.markers(), 'the guest did not make %d resets' % n)
     check(b['epochs'] == n + 1, '%d epochs stored, want %d' % (b['epochs'], n + 1))
     ep = {e['stack']['epoch'] for e in evs if e['stack']['kind'] == 'stack_id'}
@@ -828,7 +801,7 @@ def t_kill(args):
     run = boot_plain(args, kout, initrd, 'kill', 'steady', seconds=20, kill_at=5)
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
-    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
     check(unv == 0, '%d unverified' % unv)
     welcomes = re.findall(r'host WELCOME: resuming at seq (\d+) \((\d+) to resend\)', run.text())
     check(len(welcomes) == run.ha_starts, 'the guest saw %d WELCOMEs for %d host-agent starts'
@@ -856,7 +829,7 @@ def t_late(args):
     gs, _ = counts(run, b, evs, expect_lost=True)
     check(gs.get('overrun', 0) > 0, 'the ring buffer did not overflow before the agent'
           ' started: nothing tested about LOST')
-    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
     check(unv == 0, '%d unverified' % unv)
     check_chains(run, evs, b, 'lost', guest_chains(run))
     log('stack kinds %s; LOST reported %d events (guest overrun %d, dropped %d)'
@@ -885,7 +858,7 @@ def t_late_overflow(args):
     stored = db_sum(run, 'SELECT SUM(nr_events) FROM chunks')
     check(0 < stored < gs['read events'], 'host stored %d ring-buffer events of the %d the '
           'guest read: want some, and fewer (frames were dropped)' % (stored, gs['read events']))
-    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
     check(kinds.get('stack_id', 0) > 0, 'no stack_id event resolved after the gap')
     log('stack kinds %s; LOST frames %d; %d of the %d ring-buffer events the guest read '
         'stored' % (kinds, b['lost_frames'], stored, gs['read events']))
@@ -900,7 +873,7 @@ def t_full(args):
     # The workload is wide on purpose (> 1024 distinct stacks) and outruns the agent
     # under TCG: what the guest's ring buffer overwrote must be reported exactly.
     counts(run, b, evs, expect_lost=True)
-    kinds, unv = check_events(run, evs, maps, SymbolTable(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
     st = [m for m in run.markers() if m.startswith('map: ')]
     log('guest %s' % st)
     drops = stat_value(run, 4)
