@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "libvirt-err.h"
 #include "source.h"
 #include "store.h"
 
@@ -35,13 +36,6 @@ struct _HaFleet {
 	unsigned int backoff_ms;
 	GHashTable *doms;	/* name -> FleetDom * (NULL: skipped) */
 };
-
-static const char *lv_err(void)
-{
-	virErrorPtr e = virGetLastError();
-
-	return e && e->message ? e->message : "unknown libvirt error";
-}
 
 static void dom_free(gpointer p)
 {
@@ -177,21 +171,29 @@ static bool fleet_connect(HaFleet *f, GError **error)
 
 	f->lv = virConnectOpen(f->uri);
 	if (!f->lv) {
+		g_autofree char *why = ha_lv_error();
+
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt %s: %s",
-			    f->uri ? f->uri : "(default URI)", lv_err());
+			    f->uri ? f->uri : "(default URI)", why);
 		return false;
 	}
 	virConnectSetKeepAlive(f->lv, 5, 3);
 	virConnectRegisterCloseCallback(f->lv, on_close, f, NULL);
+	/* One call at a time: the next call would reset the error of a failed one. */
+	n = -1;
 	f->lifecycle_cb = virConnectDomainEventRegisterAny(f->lv, NULL,
 			VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle),
 			f, NULL);
-	f->device_cb = virConnectDomainEventRegisterAny(f->lv, NULL,
-			VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
-			VIR_DOMAIN_EVENT_CALLBACK(on_device_added), f, NULL);
-	n = virConnectListAllDomains(f->lv, &doms, 0);
-	if (f->lifecycle_cb < 0 || f->device_cb < 0 || n < 0) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt: %s", lv_err());
+	if (f->lifecycle_cb >= 0)
+		f->device_cb = virConnectDomainEventRegisterAny(f->lv, NULL,
+				VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
+				VIR_DOMAIN_EVENT_CALLBACK(on_device_added), f, NULL);
+	if (f->lifecycle_cb >= 0 && f->device_cb >= 0)
+		n = virConnectListAllDomains(f->lv, &doms, 0);
+	if (n < 0) {
+		g_autofree char *why = ha_lv_error();
+
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt: %s", why);
 		disconnect(f);
 		return false;
 	}

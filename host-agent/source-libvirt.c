@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "crash.h"
+#include "libvirt-err.h"
 
 #define BACKOFF_MIN_MS	100u
 #define BACKOFF_MAX_MS	5000u
@@ -67,13 +68,6 @@ static void link_close(HaLvSource *s, const char *why);
 static void schedule_open(HaLvSource *s);
 static void schedule_lv(HaLvSource *s);
 
-static const char *lv_err(void)
-{
-	virErrorPtr e = virGetLastError();
-
-	return e && e->message ? e->message : "unknown libvirt error";
-}
-
 /* ---- the channel stream ---------------------------------------------------------- */
 
 static void update_events(HaLvSource *s)
@@ -100,7 +94,9 @@ static bool write_output(HaLvSource *s)
 		if (n == -2)
 			break;	/* WRITABLE tells us when to go on */
 		if (n < 0) {
-			g_debug("%s: channel write: %s", s->label, lv_err());
+			g_autofree char *why = ha_lv_error();
+
+			g_debug("%s: channel write: %s", s->label, why);
 			return false;
 		}
 		ha_conn_output_done(s->conn, (size_t)n);
@@ -156,7 +152,9 @@ static ssize_t read_stream(void *ctx, uint8_t *buf, size_t len)
 	if (n == -2)
 		return -EAGAIN;
 	if (n < 0) {
-		g_message("%s: channel read: %s", s->label, lv_err());
+		g_autofree char *why = ha_lv_error();
+
+		g_message("%s: channel read: %s", s->label, why);
 		return -EIO;
 	}
 	return n;
@@ -261,10 +259,12 @@ static bool try_open(HaLvSource *s)
 	}
 	st = virStreamNew(s->lv, VIR_STREAM_NONBLOCK);
 	if (!st || virDomainOpenChannel(dom, CHANNEL_NAME, st, VIR_DOMAIN_CHANNEL_FORCE) < 0) {
+		g_autofree char *why = ha_lv_error();
+
 		if (!s->warned_open)
 			g_message("%s: domain %s: cannot open channel %s (%s); retrying, and at"
 				  " once when a device is added (host-agent attach --domain %s)",
-				  s->label, s->name, CHANNEL_NAME, lv_err(), s->name);
+				  s->label, s->name, CHANNEL_NAME, why, s->name);
 		s->warned_open = true;
 		if (st)
 			virStreamFree(st);
@@ -279,7 +279,9 @@ static bool try_open(HaLvSource *s)
 	s->conn = ha_conn_new(s->store, &s->limits, s->label, peer);
 	if (virStreamEventAddCallback(st, VIR_STREAM_EVENT_READABLE | VIR_STREAM_EVENT_ERROR |
 				      VIR_STREAM_EVENT_HANGUP, on_stream, s, NULL) < 0) {
-		g_warning("%s: stream events: %s", s->label, lv_err());
+		g_autofree char *why = ha_lv_error();
+
+		g_warning("%s: stream events: %s", s->label, why);
 		link_close(s, NULL);
 		return false;
 	}
@@ -421,21 +423,26 @@ static bool lv_connect(HaLvSource *s, GError **error)
 {
 	s->lv = virConnectOpen(s->uri);
 	if (!s->lv) {
+		g_autofree char *why = ha_lv_error();
+
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt %s: %s",
-			    s->uri ? s->uri : "(default URI)", lv_err());
+			    s->uri ? s->uri : "(default URI)", why);
 		return false;
 	}
 	virConnectSetKeepAlive(s->lv, 5, 3);
 	virConnectRegisterCloseCallback(s->lv, on_lv_close, s, NULL);
+	/* One call at a time: the next call would reset the error of a failed one. */
 	s->lifecycle_cb = virConnectDomainEventRegisterAny(s->lv, NULL,
 			VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle),
 			s, NULL);
-	s->device_cb = virConnectDomainEventRegisterAny(s->lv, NULL,
-			VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
-			VIR_DOMAIN_EVENT_CALLBACK(on_device_added), s, NULL);
+	if (s->lifecycle_cb >= 0)
+		s->device_cb = virConnectDomainEventRegisterAny(s->lv, NULL,
+				VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
+				VIR_DOMAIN_EVENT_CALLBACK(on_device_added), s, NULL);
 	if (s->lifecycle_cb < 0 || s->device_cb < 0) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt events: %s",
-			    lv_err());
+		g_autofree char *why = ha_lv_error();
+
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt events: %s", why);
 		lv_disconnect(s);
 		return false;
 	}
@@ -470,7 +477,7 @@ static void schedule_lv(HaLvSource *s)
 
 static void silence_libvirt(void *user, virErrorPtr e)
 {
-	/* Errors are reported where they matter (lv_err()); not on stderr as well. */
+	/* Errors are reported where they matter (ha_lv_error()); not on stderr as well. */
 }
 
 void ha_libvirt_init(void)
