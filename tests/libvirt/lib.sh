@@ -121,8 +121,10 @@ lv_guest() {
 }
 
 # lv_define NAME MODE [channel] [nocontroller]: define (not start) a domain.
+# LV_CONTROLLER replaces its virtio-serial controller, LV_DEVICES is added to <devices>.
 lv_define() {
-	local name=$1 mode=$2 channel= controller="<controller type='virtio-serial' index='0'/>"
+	local name=$1 mode=$2 channel=
+	local controller=${LV_CONTROLLER:-"<controller type='virtio-serial' index='0'/>"}
 	shift 2
 	for a in "$@"; do
 		case "$a" in
@@ -149,6 +151,7 @@ lv_define() {
     <emulator>$(command -v qemu-system-x86_64)</emulator>
     $controller
     $channel
+    ${LV_DEVICES:-}
     <serial type='file'><source path='$W/console-$name.log'/><target port='0'/></serial>
     <panic model='isa'/>
     <video><model type='none'/></video>
@@ -186,3 +189,22 @@ events_stored() {
 	[ "${n:-0}" -gt 0 ]
 }
 console_has() { grep -aq "$2" "$W/console-$1.log" 2> /dev/null; }
+
+# lv_elements NAME TAG [virsh dumpxml options]: the domain's <TAG> elements as libvirt
+# writes them, one per line, except the stackmap channel (to compare before and after).
+lv_elements() {
+	local name=$1 tag=$2; shift 2
+	v dumpxml "$@" "$name" | python3 -c '
+import re, sys
+tag = sys.argv[1]
+xml = sys.stdin.read()
+for m in re.finditer(r"<%s\b[^>]*?(/>|>.*?</%s>)" % (tag, tag), xml, re.S):
+    if "org.stackmap.0" not in m.group(0):
+        print(" ".join(m.group(0).split()))
+' "$tag"
+}
+
+# asan_clean FILE: no sanitizer report in FILE.
+asan_clean() {
+	! grep -Eq "AddressSanitizer|LeakSanitizer|runtime error:" "$1"
+}

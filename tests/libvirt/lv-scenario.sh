@@ -31,7 +31,14 @@ elif [ "$mode" = poweroff ]; then
 	say "agent killed; powering off"
 	poweroff -f
 fi
+# The virtio-serial ports the guest sees, printed whenever they change (hot-plug).
+ports=
 while :; do
+	now=$(cat /sys/class/virtio-ports/*/name 2> /dev/null | sort | tr '\n' ' ')
+	if [ "$now" != "$ports" ]; then
+		ports=$now
+		say "ports: $ports"
+	fi
 	ls /sys/class > /dev/null 2>&1
 	sleep 1
 done
