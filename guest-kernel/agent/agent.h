@@ -40,6 +40,15 @@ struct options {
 	unsigned hello_ms;
 	unsigned linger_ms;
 	struct tracefs_setup setup;
+	/* test hooks, to force each order of a gap (see main.c's usage) */
+	unsigned long test_hold_drops;	/* 0: off */
+	int test_stall;			/* TEST_STALL_* */
+};
+
+enum {
+	TEST_STALL_NONE,
+	TEST_STALL_AT_EPOCH,		/* send nothing from the first EPOCH on */
+	TEST_STALL_AFTER_EPOCH,		/* send nothing after the first EPOCH */
 };
 
 /* The agent's counters that go into STATS (and the log at exit). */
@@ -52,14 +61,6 @@ struct agent_counters {
 	uint64_t stacks;	/* stack records */
 	uint64_t epochs;	/* epoch records */
 	uint64_t bad_deltas;	/* invalid delta buffers discarded */
-};
-
-/* EPOCH frames remembered after they left the window (see agent_after_gap()). */
-#define EPOCH_HISTORY 64
-
-struct epoch_frame {
-	uint64_t seq;
-	uint8_t rec[SMP_DELTA_EPOCH_SIZE];
 };
 
 struct agent {
@@ -96,10 +97,11 @@ struct agent {
 	uint32_t ksyms_gen;
 	uint32_t modules_gen;
 
-	/* the newest EPOCH frames queued, oldest first: the epoch in effect at any held
-	 * frame, after its EPOCH frame was dropped with the window */
-	struct epoch_frame epochs[EPOCH_HISTORY];
-	uint32_t nr_epochs;
+	uint64_t first_epoch_seq;	/* of the stream's first EPOCH frame, 0: none yet */
+
+	/* test hooks (--test-hold-drops, --test-stall) */
+	bool holding;		/* not reading the ring buffers */
+	bool held_once;
 
 	/* loss and stats as last sent */
 	struct smp_lost_cpu *lost_last;
@@ -138,9 +140,16 @@ int agent_fresh_stream(struct agent *a);
  * The host resumed at @resume_seq but frames from there on were dropped with the
  * window: it may lack the formats, symbols, epoch and stack records they carried.
  * Put a new metadata snapshot and the epoch record in effect ahead of the held frames
- * it lacks (win_splice()), and reopen the delta file so the whole current map follows
+ * it lacks, deciding on every frame it will not get, the ones dropped to make room
+ * included (gap_fill()), and reopen the delta file so the whole current map follows
  * them. -errno when that cannot be done (the caller starts a fresh stream).
  */
 int agent_after_gap(struct agent *a, uint64_t resume_seq);
+/*
+ * The --test-hold-drops hook: true while the agent is holding (not reading the ring
+ * buffers). Starts once the window has dropped that many frames (and ends a
+ * --test-stall), ends once the host has every frame the window holds.
+ */
+bool agent_holding(struct agent *a);
 
 #endif

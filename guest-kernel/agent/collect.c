@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "gap.h"
 #include "log.h"
 #include "sysinfo.h"
 #include "util.h"
@@ -216,24 +217,23 @@ static void delta_try_open(struct agent *a)
 		log_info("reading stack deltas from %s", a->delta.path);
 }
 
-/* Remember the EPOCH frames among the seqs [@from, @to) just queued. */
-static void note_epochs(struct agent *a, uint64_t from, uint64_t to)
+/* The first EPOCH frame of the stream among the seqs [@from, @to) just queued. */
+static void note_first_epoch(struct agent *a, uint64_t from, uint64_t to)
 {
-	for (uint64_t seq = from; seq < to; seq++) {
+	for (uint64_t seq = from; seq < to && !a->first_epoch_seq; seq++) {
 		uint32_t len;
 		const uint8_t *f = win_frame(a->win, seq, &len);
-		struct epoch_frame *e;
+		struct smp_delta_rec rec;
+		size_t off = SMP_HDR_SIZE;
 
-		if (!f || f[6] != SMP_EPOCH || len != SMP_HDR_SIZE + SMP_DELTA_EPOCH_SIZE)
+		if (!f || f[6] != SMP_EPOCH ||
+		    smp_delta_next(f, len, &off, &rec) != 1)
 			continue;
-		if (a->nr_epochs == EPOCH_HISTORY) {
-			memmove(a->epochs, a->epochs + 1,
-				(EPOCH_HISTORY - 1) * sizeof(a->epochs[0]));
-			a->nr_epochs--;
-		}
-		e = &a->epochs[a->nr_epochs++];
-		e->seq = seq;
-		memcpy(e->rec, f + SMP_HDR_SIZE, SMP_DELTA_EPOCH_SIZE);
+		a->first_epoch_seq = seq;
+		log_info("the stream's first EPOCH (epoch %" PRIu64 ") is seq %" PRIu64,
+			 rec.epoch, seq);
+		if (a->o.test_stall && !a->held_once)
+			sess_stall(&a->sess, seq + (a->o.test_stall == TEST_STALL_AFTER_EPOCH));
 	}
 }
 
@@ -265,7 +265,7 @@ static void collect_delta(struct agent *a)
 
 			a->map_epoch = dc.last_epoch;
 			win_get_stats(a->win, &after);
-			note_epochs(a, ws.next_seq, after.next_seq);
+			note_first_epoch(a, ws.next_seq, after.next_seq);
 		}
 		if (used == -EBADMSG) {
 			a->c.bad_deltas++;
@@ -284,6 +284,33 @@ static void collect_delta(struct agent *a)
 	}
 }
 
+bool agent_holding(struct agent *a)
+{
+	struct win_stats ws;
+
+	if (!a->o.test_hold_drops || (!a->holding && a->held_once))
+		return false;
+	win_get_stats(a->win, &ws);
+	if (!a->holding) {
+		if (ws.dropped_frames < a->o.test_hold_drops)
+			return false;
+		a->holding = a->held_once = true;
+		sess_stall(&a->sess, 0);
+		log_notice("test hook: %" PRIu64 " frames dropped, the window holds seqs %"
+			   PRIu64 "..%" PRIu64 ": holding (the ring buffers are not read) "
+			   "until the host has every frame held", ws.dropped_frames,
+			   ws.oldest_seq, ws.next_seq - 1);
+		return true;
+	}
+	if (a->sess.state == SESS_UP && !win_gap_from(a->win) && ws.acked + 1 >= ws.next_seq) {
+		a->holding = false;
+		log_notice("test hook: the host has every frame held (up to seq %" PRIu64
+			   "): reading the ring buffers again", ws.acked);
+		return false;
+	}
+	return true;
+}
+
 void agent_collect(struct agent *a)
 {
 	bool missed_any = false;
@@ -294,7 +321,11 @@ void agent_collect(struct agent *a)
 		for (int k = 0; k < COLLECT_MAX_PAGES; k++) {
 			const uint8_t *page;
 			int missed = 0;
-			int r = ring_read_page(a->rings, c, &page);
+			int r;
+
+			if (agent_holding(a))
+				return;
+			r = ring_read_page(a->rings, c, &page);
 
 			if (r == 0)
 				break;
@@ -471,7 +502,8 @@ int agent_fresh_stream(struct agent *a)
 	memset(a->lost_last, 0, a->nr_cpu_dirs * sizeof(*a->lost_last));
 	a->lost_frames_last = a->lost_bytes_last = 0;
 	a->stats_sig_last = 0;
-	a->nr_epochs = 0;
+	a->first_epoch_seq = 0;
+	sess_stall(&a->sess, 0);
 	latency_reset(&a->lat);
 	/* a new opener starts again with the current epoch and the whole map */
 	delta_close(&a->delta);
@@ -480,122 +512,82 @@ int agent_fresh_stream(struct agent *a)
 	return agent_build_hello(a);
 }
 
-/* The newest remembered EPOCH frame before @seq, or NULL. */
-static const struct epoch_frame *epoch_before(const struct agent *a, uint64_t seq)
+/* gap_fill()'s callback: the snapshot goes into @front instead of the window. */
+static int metadata_into(void *ctx, struct win *front)
 {
-	for (uint32_t i = a->nr_epochs; i-- > 0;)
-		if (a->epochs[i].seq < seq)
-			return &a->epochs[i];
-	return NULL;
-}
+	struct agent *a = ctx;
+	struct win *held = a->win;
+	int r;
 
-#define TYPE_BIT(t) (1ull << (t))
+	a->win = front;
+	r = agent_send_metadata(a, true);
+	a->win = held;
+	return r;
+}
 
 int agent_after_gap(struct agent *a, uint64_t resume_seq)
 {
-	uint64_t types = win_gap_types(a->win);
-	bool meta = types & (TYPE_BIT(SMP_FORMAT) | TYPE_BIT(SMP_KSYMS) |
-			     TYPE_BIT(SMP_MODULES));
-	bool stacks = types & (TYPE_BIT(SMP_STACKS) | TYPE_BIT(SMP_EPOCH));
-	struct win *held = a->win, *front;
-	struct win_stats fs;
-	const struct epoch_frame *e = NULL;
-	struct epoch_frame lead = { 0 };
-	uint64_t first;
-	size_t headroom = 0;
-	int64_t at, shift = 0;
-	uint32_t keep = 0;
+	struct gap_ops ops = {
+		.metadata = metadata_into,
+		.ctx = a,
+		.win_bytes = (size_t)a->o.window_kb * 1024,
+		.win_frames = (uint32_t)a->o.window_frames,
+		/*
+		 * Keep at most half the window behind a new snapshot: it goes out first,
+		 * but until it is written new pages keep coming, and in a full window each
+		 * would push out the oldest frame, the snapshot itself.
+		 */
+		.headroom_bytes = (size_t)a->o.window_kb * 1024 / 2,
+		.headroom_frames = (uint32_t)(a->o.window_frames / 2),
+	};
+	struct gap_result g;
+	struct win_stats ws;
 	int r;
 
-	if (!meta && !stacks) {
-		/* pages, LOST, STATS: the gap is the loss, the host can parse the rest */
-		struct win_stats ws;
-
-		win_get_stats(held, &ws);
+	/*
+	 * What the kernel handed over already belongs with the held frames (the reopen
+	 * below would discard it, and at a reset the ending epoch's entries are only
+	 * handed to this opener).
+	 */
+	collect_delta(a);
+	r = gap_fill(a->win, resume_seq, &ops, &g);
+	if (r < 0) {
+		log_error("cannot put what the host lacks ahead of the held frames: %s",
+			  strerror(-r));
+		return r;
+	}
+	if (!g.spliced) {
+		win_get_stats(a->win, &ws);
 		latency_rebase(&a->lat, ws.oldest_seq, 0);
-		win_gap_seen(held);
+		log_info("frames from %" PRIu64 " were dropped before the host got them: "
+			 "pages and counters only, nothing to send again", resume_seq);
 		return 0;
 	}
-	/* what the kernel handed over before the reopen belongs with the held frames */
-	if (stacks)
-		collect_delta(a);
-	r = win_new((size_t)a->o.window_kb * 1024, (uint32_t)a->o.window_frames, &front);
-	if (r < 0)
-		goto fresh;
-	if (meta) {
-		a->win = front;
-		r = agent_send_metadata(a, true);
-		a->win = held;
-		if (r < 0)
-			goto fresh_free;
-		/*
-		 * Keep at most half the window: the snapshot goes out first, but until it
-		 * is written new pages keep coming, and in a full window each would push
-		 * out the oldest frame, the snapshot itself.
-		 */
-		headroom = (size_t)a->o.window_kb * 1024 / 2;
-	}
-	win_get_stats(front, &fs);
-	/* held STACKS frames need the EPOCH frame in effect where the kept ones start */
-	first = win_splice_first_kept(held, fs.bytes + headroom +
-				      (stacks ? SMP_HDR_SIZE + SMP_DELTA_EPOCH_SIZE : 0),
-				      fs.frames + (stacks ? 1 : 0) +
-				      (headroom ? (uint32_t)(a->o.window_frames / 2) : 0),
-				      resume_seq);
-	if (stacks) {
-		e = epoch_before(a, first);
-		if (e && win_append(front, SMP_EPOCH, e->rec, SMP_DELTA_EPOCH_SIZE) < 0)
-			goto fresh_free;
-		if (!e && a->c.epochs)
-			log_warning("the epoch in effect at seq %" PRIu64 " is no longer "
-				    "known: stack records held from before the next epoch "
-				    "will be refused", first);
-	}
-	at = win_splice(held, front, resume_seq, first, &shift);
-	win_free(front);
-	if (at < 0) {
-		r = (int)at;
-		goto fresh;
-	}
-	latency_rebase(&a->lat, first, shift);
-	/* remembered EPOCH frames move with the kept frames; the one re-sent leads */
-	for (uint32_t i = 0; i < a->nr_epochs; i++)
-		if (a->epochs[i].seq >= first)
-			keep++;
-	if (e && keep < EPOCH_HISTORY) {
-		lead.seq = (uint64_t)at - 1;
-		memcpy(lead.rec, e->rec, SMP_DELTA_EPOCH_SIZE);
-	}
-	memmove(a->epochs + (lead.seq ? 1 : 0), a->epochs + a->nr_epochs - keep,
-		keep * sizeof(a->epochs[0]));
-	for (uint32_t i = 0; i < keep; i++)
-		a->epochs[i + (lead.seq ? 1 : 0)].seq += (uint64_t)shift;
-	if (lead.seq)
-		a->epochs[0] = lead;
-	a->nr_epochs = keep + (lead.seq ? 1 : 0);
+	latency_rebase(&a->lat, g.first, g.shift);
 	if (a->bye_seq)
-		a->bye_seq = a->bye_seq >= first ? a->bye_seq + (uint64_t)shift : 0;
-	win_get_stats(held, &fs);
-	log_notice("frames %" PRIu64 "..%" PRIu64 " were dropped before the host got them: "
-		   "sending %s%s ahead of the %" PRIu64 " frames held%s", resume_seq,
-		   (uint64_t)at - (uint64_t)shift - 1, meta ? "a new snapshot" : "",
-		   e ? (meta ? " and the epoch in effect" : "the epoch in effect") : "",
-		   fs.next_seq - (uint64_t)at,
-		   stacks ? ", the whole stack map after them" : "");
-	if (stacks) {
+		a->bye_seq = a->bye_seq >= g.first ? a->bye_seq + (uint64_t)g.shift : 0;
+	if (a->first_epoch_seq)
+		a->first_epoch_seq = a->first_epoch_seq >= g.first ?
+				     a->first_epoch_seq + (uint64_t)g.shift : 0;
+	win_get_stats(a->win, &ws);
+	log_notice("frames %" PRIu64 "..%" PRIu64 " were dropped before the host got them "
+		   "(%" PRIu64 " of them to make room): sending %s%s%s ahead of the %" PRIu64
+		   " frames held%s", resume_seq, g.at - (uint64_t)g.shift - 1, g.made_room,
+		   g.meta ? "a new snapshot" : "", g.meta && g.epoch ? " and " : "",
+		   g.epoch ? "the epoch in effect" : "", ws.next_seq - g.at,
+		   g.map ? ", the whole stack map after them" : "");
+	if (g.front_dropped)
+		log_warning("the new snapshot is larger than the window: its first %" PRIu64
+			    " frames were cut (raise --window-kb)", g.front_dropped);
+	if (g.map && !g.epoch && a->c.epochs)
+		log_warning("the epoch in effect at seq %" PRIu64 " is not known: stack "
+			    "records held from before the next epoch will be refused", g.at);
+	if (g.map) {
 		/* a new opener gets the current epoch and the whole map: after them */
 		delta_close(&a->delta);
 		delta_try_open(a);
 	}
 	return 0;
-
-fresh_free:
-	a->win = held;
-	win_free(front);
-fresh:
-	log_error("cannot put what the host lacks ahead of the held frames: %s",
-		  strerror(-r));
-	return r;
 }
 
 static int read_facts(struct agent *a)
@@ -676,6 +668,8 @@ int agent_setup(struct agent *a)
 			  a->o.window_kb, a->o.window_frames, strerror(-r));
 		return r;
 	}
+	/* the epoch in effect at any held frame, after its EPOCH frame left (gap.h) */
+	win_track(a->win, SMP_EPOCH);
 	r = sess_init(&a->sess, a->win);
 	if (r < 0)
 		return r;

@@ -54,6 +54,13 @@ static void usage(FILE *f)
 "  --stackmap           set options/stackmap\n"
 "  --buffer-kb N        set buffer_size_kb\n"
 "  --exclude-self       do not trace the agent's own syscalls (set_event_notrace_pid)\n"
+"Test hooks (force one order of a window overflow; not for production):\n"
+"  --test-hold-drops N  once the window has dropped N frames, stop reading the ring\n"
+"                       buffers (tracing goes on; its overruns are reported in LOST)\n"
+"                       until the host has every frame held; once per run\n"
+"  --test-stall WHERE   send no frame from the stream's first EPOCH on (WHERE\n"
+"                       first-epoch) or after it (after-first-epoch) until the hold\n"
+"                       of --test-hold-drops starts, as a host that stops reading\n"
 "Other:\n"
 "  -v, --verbose        log more (repeat for debug)\n"
 "  -q, --quiet          log warnings and errors only\n"
@@ -77,6 +84,7 @@ enum {
 	OPT_PORT_NAME = 256, OPT_PORT, OPT_SYSFS, OPT_DEVDIR, OPT_PROCFS, OPT_TRACEFS,
 	OPT_FLUSH, OPT_WKB, OPT_WFRAMES, OPT_STATS, OPT_RESCAN, OPT_RECONNECT, OPT_HELLO,
 	OPT_LINGER, OPT_EVENTS, OPT_TRACER, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
+	OPT_TEST_HOLD, OPT_TEST_STALL,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -102,6 +110,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "stackmap", no_argument, NULL, OPT_STACKMAP },
 		{ "buffer-kb", required_argument, NULL, OPT_BUFFER },
 		{ "exclude-self", no_argument, NULL, OPT_EXCLUDE_SELF },
+		{ "test-hold-drops", required_argument, NULL, OPT_TEST_HOLD },
+		{ "test-stall", required_argument, NULL, OPT_TEST_STALL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -140,7 +150,19 @@ static int parse_args(int argc, char **argv, struct options *o)
 		NUM(OPT_HELLO, hello_ms, 10, 600000)
 		NUM(OPT_LINGER, linger_ms, 0, 600000)
 		NUM(OPT_BUFFER, setup.buffer_kb, 1, 16ul * 1024 * 1024)
+		NUM(OPT_TEST_HOLD, test_hold_drops, 1, 1ul << 40)
 #undef NUM
+		case OPT_TEST_STALL:
+			if (strcmp(optarg, "first-epoch") == 0)
+				o->test_stall = TEST_STALL_AT_EPOCH;
+			else if (strcmp(optarg, "after-first-epoch") == 0)
+				o->test_stall = TEST_STALL_AFTER_EPOCH;
+			else {
+				log_error("--test-stall: '%s' is neither first-epoch nor "
+					  "after-first-epoch", optarg);
+				return -EINVAL;
+			}
+			break;
 		case OPT_EVENTS: o->setup.events = optarg; break;
 		case OPT_TRACER: o->setup.tracer = optarg; break;
 		case OPT_STACKTRACE: o->setup.stacktrace = true; break;
@@ -156,6 +178,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (o->test_stall && !o->test_hold_drops) {
+		log_error("--test-stall needs --test-hold-drops (which ends the stall)");
 		return -EINVAL;
 	}
 	return 1;
@@ -405,6 +431,7 @@ static int run(struct agent *a, int sfd)
 		uint64_t deadline = 0;
 		unsigned nfd = 0, nring = 0;
 		int port_slot = -1, timeout, r;
+		bool hold = agent_holding(a);
 
 		now = now_ms();
 		/* after BYE nothing more is framed: BYE is the stream's last frame */
@@ -414,11 +441,13 @@ static int run(struct agent *a, int sfd)
 		}
 		if (now >= a->t_rescan && !a->stopping) {
 			a->t_rescan = now + a->o.rescan_ms;
-			agent_rescan(a);
+			if (!hold)
+				agent_rescan(a);
 		}
 		if (now >= a->t_stats && !a->stopping) {
 			a->t_stats = now + a->o.stats_ms;
-			agent_queue_stats(a, false);
+			if (!hold)
+				agent_queue_stats(a, false);
 		}
 		if (!a->connected && a->t_reconnect && now >= a->t_reconnect)
 			try_connect(a);
@@ -443,7 +472,7 @@ static int run(struct agent *a, int sfd)
 				.events = POLLIN | (sess_want_write(&a->sess) ? POLLOUT : 0),
 			};
 		}
-		if (!a->t_gather && !a->stopping) {
+		if (!a->t_gather && !a->stopping && !hold) {
 			if (a->rings->wake_fd >= 0) {
 				ring_idx[nring++] = UINT32_MAX;
 				pfd[nfd++] = (struct pollfd){ .fd = a->rings->wake_fd,

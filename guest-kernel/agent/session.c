@@ -201,13 +201,14 @@ static void fill(struct session *s)
 	}
 	if (s->state != SESS_UP)
 		return;
-	while (batch_pending(&s->out) < BATCH_WRITE_MAX) {
+	/* frames beyond a gap wait for what the host lacks to go ahead of them */
+	while (batch_pending(&s->out) < BATCH_WRITE_MAX && !win_gap_from(s->win)) {
 		const uint8_t *f;
 		uint32_t len;
 		uint64_t seq;
 
 		f = win_next(s->win, &len, &seq, NULL);
-		if (!f)
+		if (!f || (s->stall_seq && seq >= s->stall_seq))
 			break;
 		if (len - SMP_HDR_SIZE > s->host_max_payload) {
 			s->skipped_oversize++;
@@ -223,6 +224,11 @@ static void fill(struct session *s)
 	}
 }
 
+void sess_stall(struct session *s, uint64_t seq)
+{
+	s->stall_seq = seq;
+}
+
 bool sess_want_write(struct session *s)
 {
 	struct win_stats ws;
@@ -233,7 +239,11 @@ bool sess_want_write(struct session *s)
 		return true;
 	if (s->state != SESS_UP)
 		return false;
+	if (win_gap_from(s->win))
+		return !s->stall_seq;	/* the gap is acted on in sess_flush() */
 	win_get_stats(s->win, &ws);
+	if (s->stall_seq && ws.send_seq >= s->stall_seq)
+		return false;
 	return ws.send_seq < ws.next_seq;
 }
 
@@ -243,7 +253,7 @@ int sess_flush(struct session *s, batch_write_fn fn, void *ctx)
 		int r;
 
 		if (s->state == SESS_UP && batch_pending(&s->out) == 0 &&
-		    win_gap_from(s->win))
+		    win_gap_from(s->win) && !s->stall_seq)
 			return SESS_FLUSH_GAP;
 		fill(s);
 		if (batch_pending(&s->out) == 0)

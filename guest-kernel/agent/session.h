@@ -49,6 +49,7 @@ struct session {
 	bool hello_queued;
 	uint32_t host_max_payload;
 	uint64_t resume_seq;		/* of the last WELCOME */
+	uint64_t stall_seq;		/* sess_stall(): send nothing from here on, 0: off */
 	bool bad_logged;		/* this run of bad input was logged */
 
 	uint64_t welcomes;
@@ -71,13 +72,19 @@ void sess_down(struct session *s);
 /* Feed bytes from the host. Returns SESS_ACT_* bits (0: nothing to do). */
 int sess_input(struct session *s, const void *buf, size_t len);
 
+/*
+ * A test hook: send no sequenced frame from @seq on, and do not act on a gap, until
+ * sess_stall(s, 0) (as if the host stopped reading there).
+ */
+void sess_stall(struct session *s, uint64_t seq);
+
 /* Anything to write now? */
 bool sess_want_write(struct session *s);
 /*
  * Move frames into the output batch and write them: 0 when all is out, -EAGAIN when
- * the writer would block, or the writer's error. SESS_FLUSH_GAP when everything before
- * a gap is out (win_gap_from()): what the host lacks must go ahead of the frames after
- * it (agent_after_gap()); then flush again.
+ * the writer would block, or the writer's error. No frame beyond a gap is taken:
+ * SESS_FLUSH_GAP when everything before it is out (win_gap_from()), and what the host
+ * lacks must go ahead of the frames after it (agent_after_gap()); then flush again.
  */
 #define SESS_FLUSH_GAP 1
 int sess_flush(struct session *s, batch_write_fn fn, void *ctx);

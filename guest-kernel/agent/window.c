@@ -22,6 +22,7 @@ struct win_desc {
 	uint32_t len;		/* whole frame, header included */
 };
 
+
 struct win {
 	uint8_t *arena;
 	size_t cap;
@@ -46,6 +47,12 @@ struct win {
 	uint64_t resent_frames;
 	uint64_t gap_from;	/* the first frame dropped before it was sent, 0: none */
 	uint64_t gap_types;	/* 1 << type of every frame dropped since the gap was seen */
+
+	/* win_track(): the newest frame of track_type that left, its payload */
+	int track_type;		/* -1: none */
+	int gone_state;		/* 0: none left yet, 1: gone_rec holds it, -1: too large */
+	uint32_t gone_len;
+	uint8_t gone_rec[WIN_TRACK_MAX];
 };
 
 /* The largest frame the window must always be able to hold. */
@@ -68,6 +75,7 @@ int win_new(size_t max_bytes, uint32_t max_frames, struct win **ret)
 	}
 	w->cap = max_bytes;
 	w->max_frames = max_frames;
+	w->track_type = -1;
 	w->oldest_seq = 1;
 	w->send_seq = 1;
 	*ret = w;
@@ -93,11 +101,28 @@ static uint64_t next_seq(const struct win *w)
 	return w->oldest_seq + w->count;
 }
 
+/* A held frame leaves the window: remember it if it is of the tracked type. */
+static void note_gone(struct win *w, const struct win_desc *d)
+{
+	const uint8_t *f = w->arena + d->off;
+
+	if (w->track_type < 0 || f[6] != (uint8_t)w->track_type)
+		return;
+	if (d->len - SMP_HDR_SIZE > WIN_TRACK_MAX) {
+		w->gone_state = -1;
+		return;
+	}
+	w->gone_len = d->len - SMP_HDR_SIZE;
+	memcpy(w->gone_rec, f + SMP_HDR_SIZE, w->gone_len);
+	w->gone_state = 1;
+}
+
 static void drop_oldest(struct win *w, int count_loss)
 {
 	struct win_desc *d = desc_at(w, 0);
 
 	assert(w->count > 0);
+	note_gone(w, d);
 	if (count_loss) {
 		w->dropped_frames++;
 		w->dropped_bytes += d->len - SMP_HDR_SIZE;
@@ -270,6 +295,7 @@ uint64_t win_reset(struct win *w)
 	w->dropped_frames = 0;
 	w->dropped_bytes = 0;
 	w->resent_frames = 0;
+	w->gone_state = 0;
 	win_gap_seen(w);
 	return n;
 }
@@ -302,6 +328,50 @@ void win_gap_seen(struct win *w)
 {
 	w->gap_from = 0;
 	w->gap_types = 0;
+}
+
+uint64_t win_held_types(const struct win *w, uint64_t from, uint64_t to)
+{
+	uint64_t types = 0;
+
+	if (from < w->oldest_seq)
+		from = w->oldest_seq;
+	if (to > next_seq(w))
+		to = next_seq(w);
+	for (uint64_t seq = from; seq < to; seq++) {
+		uint8_t t = w->arena[desc_at(w, (uint32_t)(seq - w->oldest_seq))->off + 6];
+
+		if (t < 64)
+			types |= 1ull << t;
+	}
+	return types;
+}
+
+void win_track(struct win *w, uint8_t type)
+{
+	w->track_type = type;
+	w->gone_state = 0;
+}
+
+const uint8_t *win_last_before(const struct win *w, uint64_t seq, uint32_t *ret_len)
+{
+	if (w->track_type < 0)
+		return NULL;
+	if (seq > next_seq(w))
+		seq = next_seq(w);
+	for (uint64_t s = seq; s-- > w->oldest_seq;) {
+		const struct win_desc *d = desc_at(w, (uint32_t)(s - w->oldest_seq));
+		const uint8_t *f = w->arena + d->off;
+
+		if (f[6] == (uint8_t)w->track_type) {
+			*ret_len = d->len - SMP_HDR_SIZE;
+			return f + SMP_HDR_SIZE;
+		}
+	}
+	if (w->gone_state != 1)
+		return NULL;
+	*ret_len = w->gone_len;
+	return w->gone_rec;
 }
 
 const uint8_t *win_frame(const struct win *w, uint64_t seq, uint32_t *ret_len)
@@ -394,9 +464,12 @@ int64_t win_splice(struct win *w, struct win *front, uint64_t resume_seq,
 		reseal_into(arena, &off, &desc[n], w->arena + d->off, d->len,
 			    seq + front->count);
 	}
-	for (seq = lo; seq < first; seq++) {
+	for (seq = w->oldest_seq; seq < first; seq++) {
 		const struct win_desc *d = desc_at(w, (uint32_t)(seq - w->oldest_seq));
 
+		note_gone(w, d);
+		if (seq < lo)
+			continue;	/* the host's (below its resume point) */
 		w->dropped_frames++;
 		w->dropped_bytes += d->len - SMP_HDR_SIZE;
 	}

@@ -105,6 +105,25 @@ uint64_t win_gap_types(const struct win *w);
 /* The caller dealt with the gap (nothing it lacks needs sending again). */
 void win_gap_seen(struct win *w);
 
+/* 1 << type of every held frame of seq @from to @to - 1 (clamped to what is held). */
+uint64_t win_held_types(const struct win *w, uint64_t from, uint64_t to);
+
+/* Largest payload of a frame of the tracked type that win_track() remembers. */
+#define WIN_TRACK_MAX 64u
+
+/*
+ * Remember the payload of the newest frame of @type (at most WIN_TRACK_MAX bytes) that
+ * left the window, ACKed, dropped or spliced out, for win_last_before(). Forgotten by
+ * win_reset().
+ */
+void win_track(struct win *w, uint8_t type);
+/*
+ * The payload of the newest frame of the tracked type with a seq below @seq (at least
+ * the oldest seq held): a held one, else the one remembered when it left. NULL when
+ * there is none in this stream, or the newest was too large to remember.
+ */
+const uint8_t *win_last_before(const struct win *w, uint64_t seq, uint32_t *ret_len);
+
 /* The frame of @seq if it is still held, else NULL (valid as for win_next()). */
 const uint8_t *win_frame(const struct win *w, uint64_t seq, uint32_t *ret_len);
 
@@ -116,7 +135,8 @@ const uint8_t *win_frame(const struct win *w, uint64_t seq, uint32_t *ret_len);
  * contiguous seqs, so that the host sees one gap whose size is every frame it will
  * never get. Held frames below @resume_seq are delivered (dropped, not counted);
  * held frames the host lacks below @keep_from, and more of the oldest when @front and
- * the rest do not fit, are dropped and counted. @front is emptied.
+ * the rest do not fit, are dropped and counted. Either way a frame of the tracked type
+ * among them is remembered (win_track()). @front is emptied.
  *
  * Returns the seq the first kept held frame now has (or the next seq if none is
  * kept) and sets *ret_shift to the amount added to the seq of every kept frame

@@ -227,6 +227,88 @@ static void test_disconnect_resend(void)
 	free(p.buf);
 }
 
+/*
+ * The window drops frames never sent while the port is blocked with a frame half
+ * written (a connected host that stopped reading): once the port takes bytes again,
+ * the rest of that frame goes out and then nothing beyond the gap until the caller
+ * has put what the host lacks ahead of it (SESS_FLUSH_GAP). Taking the next held
+ * frame there would send it ahead of the EPOCH it needs, and under a seq that the
+ * splice then gives to another frame.
+ */
+static void test_gap_while_connected(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+	struct win_stats ws;
+	uint64_t gap;
+
+	win_new(1u << 20, 32, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	fill_window(w, 4, 3000);
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	welcome(&s, 1);
+	sess_flush(&s, fake_write, &p);
+	ack(&s, 4);
+	fill_window(w, 20, 3000);
+	p.budget = 40000;			/* the host stops reading mid-frame */
+	is_int(sess_flush(&s, fake_write, &p), -EAGAIN, "live gap: the port blocks");
+	fill_window(w, 40, 3000);		/* 32-frame window: the unsent ones go */
+	gap = win_gap_from(w);
+	ok(gap > 0, "the window dropped frames never sent, from seq %llu",
+	   (unsigned long long)gap);
+	ok(sess_want_write(&s), "the rest of the cut frame is still to write");
+	p.budget = SIZE_MAX;			/* the host reads again */
+	is_int(sess_flush(&s, fake_write, &p), SESS_FLUSH_GAP, "the frame in flight goes "
+	       "out, then the gap is reported");
+	decode_all(&p, &seen);
+	is_int(seen.errors, 0, "clean byte stream");
+	ok(seen.n > 1 && seen.seqs[seen.n - 1] == gap - 1, "the last frame written is the "
+	   "one before the gap (%llu)", (unsigned long long)seen.seqs[seen.n - 1]);
+	win_gap_seen(w);			/* what agent_after_gap() ends with */
+	is_int(sess_flush(&s, fake_write, &p), 0, "then the held frames go");
+	decode_all(&p, &seen);
+	win_get_stats(w, &ws);
+	ok(seen.seqs[seen.n - 1] == ws.next_seq - 1, "up to the newest");
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
+/* sess_stall(): nothing from the stall seq on, and a gap is not acted on. */
+static void test_stall(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+
+	win_new(1u << 20, 16, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	fill_window(w, 6, 3000);
+	sess_stall(&s, 4);
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	welcome(&s, 1);
+	is_int(sess_flush(&s, fake_write, &p), 0, "stall: flush");
+	decode_all(&p, &seen);
+	ok(seen.n == 4 && seen.seqs[3] == 3, "HELLO and frames 1..3 only");
+	ok(!sess_want_write(&s), "nothing to write while stalled");
+	ack(&s, 3);
+	fill_window(w, 30, 3000);		/* the window drops unsent frames */
+	ok(win_gap_from(w) == 4, "a gap from the stall point");
+	is_int(sess_flush(&s, fake_write, &p), 0, "stalled: the gap is not acted on");
+	sess_stall(&s, 0);
+	is_int(sess_flush(&s, fake_write, &p), SESS_FLUSH_GAP, "unstalled: the gap is");
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
 static void test_bad_input(void)
 {
 	struct fake_port p = { .budget = SIZE_MAX };
@@ -318,6 +400,8 @@ int main(void)
 {
 	test_handshake_and_batching();
 	test_disconnect_resend();
+	test_gap_while_connected();
+	test_stall();
 	test_bad_input();
 	test_host_max_payload();
 	return tap_done();

@@ -303,8 +303,82 @@ static void test_splice(void)
 	win_free(w);
 }
 
+/* An EPOCH-like frame whose payload is @n bytes of @tag. */
+static void put_typed(struct win *w, uint8_t type, uint32_t n, uint8_t tag)
+{
+	uint8_t buf[128];
+
+	memset(buf, tag, n);
+	win_append(w, type, buf, n);
+}
+
+static void test_types_and_track(void)
+{
+	struct win *w, *front;
+	const uint8_t *p;
+	uint32_t len = 0;
+	int64_t shift;
+
+	is_int(win_new(MB, 8, &w), 0, "window for tracking");
+	win_new(MB, 8, &front);
+	ok(!win_last_before(w, 1, &len), "nothing tracked: NULL");
+	win_track(w, SMP_EPOCH);
+	ok(!win_last_before(w, 1, &len), "no EPOCH yet: NULL");
+	put_typed(w, SMP_FORMAT, 10, 1);	/* 1 */
+	put_typed(w, SMP_EPOCH, 32, 0xe0);	/* 2 */
+	put_typed(w, SMP_STACKS, 40, 2);	/* 3 */
+	put_typed(w, SMP_PAGE, 40, 3);		/* 4 */
+	put_typed(w, SMP_EPOCH, 32, 0xe1);	/* 5 */
+	put_typed(w, SMP_PAGE, 40, 3);		/* 6 */
+	is_int(win_held_types(w, 1, 7), (1 << SMP_FORMAT) | (1 << SMP_EPOCH) |
+	       (1 << SMP_STACKS) | (1 << SMP_PAGE), "held types of 1..6");
+	is_int(win_held_types(w, 3, 5), (1 << SMP_STACKS) | (1 << SMP_PAGE),
+	       "held types of 3..4");
+	is_int(win_held_types(w, 0, 100), win_held_types(w, 1, 7), "clamped to what is held");
+	p = win_last_before(w, 5, &len);
+	ok(p && len == 32 && p[0] == 0xe0, "the EPOCH in effect at 5 is the held seq 2");
+	p = win_last_before(w, 6, &len);
+	ok(p && p[0] == 0xe1, "at 6, seq 5");
+	for (int i = 0; i < 6; i++) {
+		win_next(w, &len, &(uint64_t){ 0 }, NULL);
+		win_sent(w);
+	}
+	win_ack(w, 2);
+	p = win_last_before(w, 4, &len);
+	ok(p && len == 32 && p[0] == 0xe0, "ACKed, seq 2 is remembered: still in effect at 4");
+	win_ack(w, 5);
+	p = win_last_before(w, 6, &len);
+	ok(p && p[0] == 0xe1, "the newest that left is remembered");
+	for (int i = 0; i < 10; i++)
+		put_typed(w, SMP_PAGE, 40, 4);	/* 7..16: the window drops 6..8 */
+	p = win_last_before(w, 12, &len);
+	ok(p && p[0] == 0xe1, "after drops the epoch in effect is still known");
+	put_typed(w, SMP_EPOCH, 32, 0xe2);	/* 17, drops 9 */
+	put_typed(w, SMP_PAGE, 40, 4);		/* 18, drops 10 */
+	is_int(win_resume(w, 6), 0, "resume at 6, below the window");
+	put_typed(front, SMP_FORMAT, 10, 9);
+	/* 11..16 and 17 (the EPOCH) go to make room; 18 is kept */
+	is_int(win_splice(w, front, 6, 18, &shift), 19, "splice keeping only 18");
+	p = win_last_before(w, 19, &len);
+	ok(p && p[0] == 0xe2, "an EPOCH dropped by the splice is remembered");
+	put_typed(w, SMP_EPOCH, 100, 0xe3);	/* too large to remember */
+	win_next(w, &len, &(uint64_t){ 0 }, NULL);
+	win_sent(w);
+	win_next(w, &len, &(uint64_t){ 0 }, NULL);
+	win_sent(w);
+	win_next(w, &len, &(uint64_t){ 0 }, NULL);
+	win_sent(w);
+	win_ack(w, 20);
+	ok(!win_last_before(w, 21, &len), "an EPOCH too large to remember: unknown, NULL");
+	win_reset(w);
+	ok(!win_last_before(w, 1, &len), "forgotten by win_reset()");
+	win_free(front);
+	win_free(w);
+}
+
 int main(void)
 {
+	test_types_and_track();
 	test_splice();
 	test_basic();
 	test_drop_oldest_bytes();
