@@ -18,6 +18,8 @@
  *     a WELCOME outside the window gives a log line and a fresh stream;
  *   - with a tiny window and the host away, the oldest frames are dropped and LOST
  *     reports exactly the gap the receiver sees;
+ *   - the host away and only metadata dropped, but the room for the new snapshot
+ *     taking the first EPOCH (--test-hold-drops 1): that EPOCH goes ahead too;
  *   - SIGTERM sends LOST, STATS and BYE, and the agent exits 0.
  *
  * Usage: test-agent-stream PATH-TO-stackmap-guestd
@@ -285,7 +287,7 @@ struct rx {
 	unsigned page_count[MAX_PAGES];
 	unsigned stack_count[MAX_STACKS];
 	uint64_t stack_order_errors;
-	uint64_t stack_epoch_errors;	/* a stack record tagged for another epoch */
+	uint64_t stack_epoch_errors;	/* a stack record for another epoch, or before any */
 	uint32_t last_stack_id;
 	unsigned pages, stacks, epochs, formats, lost, stats, byes;
 	unsigned after_bye;	/* frames applied after BYE */
@@ -373,7 +375,8 @@ static void apply_stacks(struct rx *r, const struct smp_frame *f)
 		/* the test's slots run on across epochs; the tag is the current epoch's */
 		if (r->stacks && slot != smp_id_slot(r->last_stack_id) + 1)
 			r->stack_order_errors++;
-		if (r->epochs && smp_id_tag(rec.stack_id) !=
+		/* as host-agent: refused before the stream's first EPOCH */
+		if (!r->epochs || smp_id_tag(rec.stack_id) !=
 		    smp_epoch_tag(r->epoch_list[(r->epochs - 1) % 16])) {
 			r->stack_order_errors++;
 			r->stack_epoch_errors++;
@@ -699,6 +702,31 @@ static bool log_has(const char *needle)
 	free(text);
 	fclose(f);
 	return found;
+}
+
+/* The number right after @needle in the agent's log (its first line with it), or 0. */
+static uint64_t log_u64(const char *needle)
+{
+	char path[600];
+	char *text = NULL, *p;
+	size_t cap = 0;
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/agent.log", root);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (getline(&text, &cap, f) > 0) {
+		p = strstr(text, needle);
+		if (p) {
+			v = strtoull(p + strlen(needle), NULL, 10);
+			break;
+		}
+	}
+	free(text);
+	fclose(f);
+	return v;
 }
 
 static unsigned log_count(const char *needle)
@@ -1151,6 +1179,75 @@ static void scenario_slow(void)
 	scenario_end();
 }
 
+static bool got_stacks(struct rx *r)
+{
+	return r->stacks >= want_stacks && got_pages(r);
+}
+
+/*
+ * The late host of issue 12, forced with --test-hold-drops 1: the host is away, the
+ * window overflows and the agent holds at its first drop (a FORMAT frame): only
+ * metadata is lost, but the room kept behind the new snapshot drops the oldest held
+ * frames, the stream's first EPOCH and its STACKS among them. The STACKS frames
+ * still held (and read at the gap) must come after that EPOCH again.
+ */
+static void scenario_late_meta(void)
+{
+	unsigned batches = 0;
+	pid_t pid;
+	int st;
+
+	if (scenario_begin() < 0)
+		return;
+	rx.respond = false;		/* the host is away: no WELCOME */
+	pid = start_agent(rx.sock, "--window-kb", "512", "--test-hold-drops=1");
+	open_fakes();
+	rx_pump(&rx, TIMEOUT_MS, got_hello);
+	write_epoch(0);
+	write_stacks(20, false);
+	/* 4 KiB pages until the agent holds (the window is 128 of them) */
+	while (!log_has("test hook: ") && batches++ < 100) {
+		write_pages(8);
+		rx_pump(&rx, 50, NULL);
+	}
+	ok(log_has("test hook: "), "the agent holds at its first drop");
+	write_stacks(10, false);	/* read at the gap, held behind the kept frames */
+	rx.respond = true;
+	rx_close(&rx);			/* the host comes: WELCOME at 1 */
+	want_pages = 1;
+	want_stacks = 10;
+	st = rx_pump(&rx, TIMEOUT_MS, got_stacks);
+	ok(st, "held pages and the STACKS read at the gap arrive (%u pages, %u stacks)",
+	   rx.pages, rx.stacks);
+	{
+		uint64_t window = log_u64("but the window starts at ");
+		uint64_t epoch = log_u64("first EPOCH (epoch 0) is seq ");
+
+		ok(window > 1 && epoch >= window, "only metadata was dropped: the window "
+		   "started at %llu, the first EPOCH is seq %llu",
+		   (unsigned long long)window, (unsigned long long)epoch);
+	}
+	ok(log_has("test hook: the host has every frame held"), "the hold ends");
+	write_pages(10);
+	write_stacks(5, false);
+	want_pages = rx.pages + 10;
+	want_stacks = rx.stacks + 5;
+	ok(rx_pump(&rx, TIMEOUT_MS, got_stacks), "streaming goes on after the hold");
+	kill(pid, SIGTERM);
+	ok(rx_pump(&rx, TIMEOUT_MS, got_bye), "BYE");
+	st = wait_exit(pid, TIMEOUT_MS);
+	is_int(st, 0, "exit 0");
+	ok(log_has("of them to make room): sending a new snapshot and the epoch in effect"),
+	   "the room made took the first EPOCH: it goes ahead with the snapshot");
+	ok(rx.epochs >= 1 && rx.epoch_list[0] == 0, "epoch 0 reached the host");
+	is_int(rx.stack_epoch_errors, 0, "no STACKS frame before the EPOCH it needs");
+	is_int(rx.lost_dropped_frames, rx.gap_frames, "LOST.agent_dropped_frames equals the "
+	       "gap the receiver saw (%llu)", (unsigned long long)rx.gap_frames);
+	is_int(rx.pages_unparsable, 0, "no page before its header_page FORMAT");
+	is_int(rx.decode_errors + rx.malformed + rx.dups, 0, "clean stream, no duplicates");
+	scenario_end();
+}
+
 /*
  * The benchmark (--bench PAGES): full pages written to the FIFOs as fast as the agent
  * drains them (a FIFO blocks its writer, so nothing is lost), received and ACKed at
@@ -1243,6 +1340,7 @@ int main(int argc, char **argv)
 	scenario_main();
 	scenario_drop();
 	scenario_slow();
+	scenario_late_meta();
 	{
 		/* the agent's log of the last scenario, as TAP comments, for the test log */
 		snprintf(cmd, sizeof(cmd), "sed 's/^/# agent: /' '%s/agent.log'", root);
