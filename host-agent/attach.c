@@ -293,8 +293,7 @@ static void no_free_port(const char *name, const VsInfo *live, const VsInfo *con
 
 	if (c0->ports_set)
 		raise = g_strdup_printf("raise ports='%u' of <controller type='virtio-serial'"
-					" index='%u'> (up to %u), or ", c0->ports, c0->index,
-					VS_DEFAULT_PORTS);
+					" index='%u'>, or ", c0->ports, c0->index);
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
 		    "domain %s has no free port on its virtio-serial controllers (%s), and"
 		    " controllers cannot be hot-plugged; nothing was changed.%s Make room in"
