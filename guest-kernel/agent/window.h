@@ -23,6 +23,11 @@
  *   win_splice()   after a gap: frames the host must get first (a new metadata
  *                  snapshot) go ahead of the held frames it lacks, seqs stay contiguous.
  *
+ * For deciding what goes ahead (gap.h): win_gap_types() and win_held_types() say
+ * which types were dropped or would be, and win_track() keeps a copy of the newest
+ * frame of one type (EPOCH) that left the window, so that win_last_before() gives the
+ * EPOCH in effect at any held frame.
+ *
  * Single-threaded; nothing here does I/O.
  */
 #ifndef SMG_WINDOW_H
