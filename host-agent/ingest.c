@@ -167,28 +167,43 @@ void ha_conn_output_done(HaConn *c, size_t n)
 	g_byte_array_remove_range(c->out, 0, MIN(n, c->out->len));
 }
 
-static void queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, size_t len)
+/*
+ * Queue one host-to-guest frame. @payload_len is what its encoder returned: a negative
+ * errno (the encoder refused its input) queues nothing. Nothing but the sealed frame
+ * leaves: the buffer is zeroed first, so no host memory can reach the guest.
+ */
+static bool queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, long payload_len)
 {
-	uint8_t buf[SMP_HDR_SIZE + 64];
-	long n = smp_frame_encode(buf, sizeof(buf), type, 0, 0, payload, len);
+	uint8_t buf[SMP_HDR_SIZE + 64] = { 0 };
+	long n;
 
-	g_assert(n > 0);
+	if (payload_len < 0)
+		return false;
+	n = smp_frame_encode(buf, sizeof(buf), type, 0, 0, payload, (size_t)payload_len);
+	if (n < 0)
+		return false;
 	/* Bounded: only WELCOME and cumulative ACKs go out; a guest that does not read
 	 * them only loses older ACKs, which the next one supersedes. */
 	if (c->out->len > 4096)
 		g_byte_array_set_size(c->out, 0);
 	g_byte_array_append(c->out, buf, (guint)n);
+	return true;
 }
 
 static void queue_ack(HaConn *c)
 {
-	uint8_t p[8];
+	uint8_t p[8] = { 0 };
 	uint64_t upto = c->expected - 1;
 
 	if (!c->hello || c->failed || upto == 0 || (upto == c->acked && !c->ack_wanted))
 		return;
-	smp_ack_encode(upto, p, sizeof(p));
-	queue_frame(c, SMP_ACK, p, 8);
+	/* c->expected is kept within smp_seq_next_ok(), so this cannot fail; if it ever
+	 * did, the guest gets no ACK (it resends), never a made-up one. */
+	if (!queue_frame(c, SMP_ACK, p, smp_ack_encode(upto, p, sizeof(p)))) {
+		g_warning("%s: boot %s: ACK %" PRIu64 " not encodable: not sent", c->domain,
+			  c->boot_str, upto);
+		return;
+	}
 	c->acked = upto;
 	c->ack_wanted = false;
 	c->st.acked = upto;
@@ -601,6 +616,15 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 		c->cur_epoch = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 :
 			       sqlite3_column_int64(st, 2);
 		sqlite3_reset(st);
+		if (!smp_seq_next_ok(c->expected)) {
+			/* e.g. a store written before sequence numbers were bounded */
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "stream %016" PRIx64 " of boot %s: stored next seq %" PRIu64
+				    " is outside 1..%" PRIu64 ": refused (start a new stream)",
+				    h->stream_id, c->boot_str, c->expected, SMP_SEQ_MAX + 1);
+			c->expected = 1;
+			return false;
+		}
 	} else {
 		sqlite3_reset(st);
 		st = STMT(c, "INSERT INTO streams(boot, stream_id) VALUES(?, ?)", error);
@@ -655,13 +679,18 @@ static bool end_session(HaConn *c, GError **error)
 	return true;
 }
 
-static void queue_welcome(HaConn *c)
+static bool queue_welcome(HaConn *c, GError **error)
 {
-	uint8_t p[16];
+	uint8_t p[16] = { 0 };
 	struct smp_welcome w = { .resume_seq = c->expected, .max_payload = c->lim.max_payload };
 
-	smp_welcome_encode(&w, p, sizeof(p));
-	queue_frame(c, SMP_WELCOME, p, sizeof(p));
+	if (!queue_frame(c, SMP_WELCOME, p, smp_welcome_encode(&w, p, sizeof(p)))) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "no valid WELCOME for resume seq %" PRIu64 " / max payload %u",
+			    w.resume_seq, w.max_payload);
+		return false;
+	}
+	return true;
 }
 
 static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
@@ -708,8 +737,7 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 	g_message("%s: %s: boot %s (%.*s) stream %016" PRIx64 ", resuming at seq %" PRIu64,
 		  c->domain, c->peer, c->boot_str, (int)h.release_len, h.release,
 		  c->stream_id, c->expected);
-	queue_welcome(c);
-	return true;
+	return queue_welcome(c, error);
 }
 
 /* @stream 0 for FORMAT texts (one per name per boot), the stream's row otherwise. */
@@ -1024,13 +1052,21 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			  "host-to-guest type from the guest");
 		return true;
 	}
-	if (f->seq < c->expected) {
+	switch (smp_seq_classify(c->expected, f->seq)) {
+	case SMP_SEQ_BAD:
+		/* PROTOCOL.md 2.2: dropped, and its seq is not taken as the next one */
+		malformed(c, f, "seq %" PRIu64 " out of range (expected %" PRIu64 ", at most %"
+			  PRIu64 " ahead, at most %" PRIu64 ")", f->seq, c->expected,
+			  SMP_SEQ_MAX_GAP, SMP_SEQ_MAX);
+		return true;
+	case SMP_SEQ_DUP:
 		c->st.duplicates++;
 		c->d_dup++;
 		c->ack_wanted = true;
 		return true;
-	}
-	if (f->seq > c->expected) {
+	case SMP_SEQ_NEXT:
+		break;
+	case SMP_SEQ_GAP: {
 		uint64_t gap = f->seq - c->expected;
 
 		c->st.gap_frames += gap;
@@ -1041,6 +1077,8 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 		if (c->pair)
 			ha_pair_lost_all(c->pair);
 		c->expected = f->seq;
+		break;
+	}
 	}
 	if (f->type != SMP_HELLO && smp_type_name(f->type) &&
 	    smp_msg_check_size(f->type, f->len) < 0) {

@@ -69,6 +69,17 @@ long smp_frame_encode(uint8_t *buf, size_t cap, uint8_t type, uint8_t flags,
 	return smp_frame_seal(buf, type, flags, seq, (uint32_t)len);
 }
 
+enum smp_seq_verdict smp_seq_classify(uint64_t expected, uint64_t seq)
+{
+	if (!smp_seq_next_ok(expected) || seq == 0 || seq > SMP_SEQ_MAX)
+		return SMP_SEQ_BAD;
+	if (seq < expected)
+		return SMP_SEQ_DUP;
+	if (seq == expected)
+		return SMP_SEQ_NEXT;
+	return seq - expected <= SMP_SEQ_MAX_GAP ? SMP_SEQ_GAP : SMP_SEQ_BAD;
+}
+
 struct smp_decoder *smp_decoder_new(uint32_t max_payload)
 {
 	struct smp_decoder *d;
@@ -137,6 +148,8 @@ size_t smp_decoder_feed(struct smp_decoder *d, const void *data, size_t len)
 
 	if (len > room)
 		len = room;
+	if (!len)
+		return 0;	/* @data may be NULL then: memcpy(…, NULL, 0) is undefined */
 	memcpy(space, data, len);
 	d->end += len;
 	return len;

@@ -377,7 +377,7 @@ int smp_bye_decode(uint32_t *ret_reason, const uint8_t *buf, size_t len)
 
 long smp_welcome_encode(const struct smp_welcome *m, uint8_t *buf, size_t cap)
 {
-	if (m->resume_seq == 0 || m->max_payload > SMP_MAX_PAYLOAD)
+	if (!smp_seq_next_ok(m->resume_seq) || m->max_payload > SMP_MAX_PAYLOAD)
 		return -EINVAL;
 	if (cap < 16)
 		return -ENOSPC;
@@ -404,6 +404,8 @@ int smp_welcome_decode(struct smp_welcome *ret, const uint8_t *buf, size_t len)
 
 long smp_ack_encode(uint64_t acked_seq, uint8_t *buf, size_t cap)
 {
+	if (acked_seq > SMP_SEQ_MAX)
+		return -EINVAL;
 	if (cap < 8)
 		return -ENOSPC;
 	smp_put64(buf, acked_seq);

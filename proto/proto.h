@@ -153,6 +153,34 @@ const char *smp_strerror(int err);
 /* "HELLO", "PAGE", ... or NULL for an unknown type. */
 const char *smp_type_name(uint8_t type);
 
+/* ---- Sequence numbers (PROTOCOL.md section 2.2) --------------------------------- */
+
+/*
+ * A sequenced frame carries 1 <= seq <= SMP_SEQ_MAX, and a receiver expecting
+ * `expected` accepts a jump ahead of at most SMP_SEQ_MAX_GAP frames: with these
+ * bounds, seq + 1, a gap and the sum of a stream's gaps never wrap a u64 (nor an
+ * int64 column).
+ */
+#define SMP_SEQ_MAX		((UINT64_C(1) << 48) - 1)
+#define SMP_SEQ_MAX_GAP		(UINT64_C(1) << 40)
+
+enum smp_seq_verdict {
+	SMP_SEQ_NEXT = 0,	/* seq == expected: apply it */
+	SMP_SEQ_GAP,		/* expected < seq <= expected + SMP_SEQ_MAX_GAP: loss */
+	SMP_SEQ_DUP,		/* 1 <= seq < expected: a resend of something held */
+	SMP_SEQ_BAD,		/* 0, above SMP_SEQ_MAX, or too far ahead: malformed */
+};
+
+/* True when @next is a valid next expected seq (1 .. SMP_SEQ_MAX + 1). */
+static inline bool smp_seq_next_ok(uint64_t next)
+{
+	return next >= 1 && next <= SMP_SEQ_MAX + 1;
+}
+
+/* Classify @seq for a receiver expecting @expected, which must satisfy
+ * smp_seq_next_ok() (otherwise every seq is SMP_SEQ_BAD). */
+enum smp_seq_verdict smp_seq_classify(uint64_t expected, uint64_t seq);
+
 /* ---- Payloads ---------------------------------------------------------------- */
 
 /* Size bounds of a type's payload (PROTOCOL.md section 4). Returns -ENOENT for an
@@ -278,9 +306,11 @@ struct smp_welcome {
 	uint64_t resume_seq;
 	uint32_t max_payload;
 };
+/* -EINVAL unless smp_seq_next_ok(resume_seq) and max_payload <= SMP_MAX_PAYLOAD. */
 long smp_welcome_encode(const struct smp_welcome *m, uint8_t *buf, size_t cap);
 int smp_welcome_decode(struct smp_welcome *ret, const uint8_t *buf, size_t len);
 
+/* -EINVAL when @acked_seq > SMP_SEQ_MAX. */
 long smp_ack_encode(uint64_t acked_seq, uint8_t *buf, size_t cap);
 int smp_ack_decode(uint64_t *ret_acked_seq, const uint8_t *buf, size_t len);
 

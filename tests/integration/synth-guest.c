@@ -812,6 +812,31 @@ static bool hostile(Guest *g)
 		}
 		return !read_host(g, true, NULL);
 	}
+	if (strcmp(m, "seq-wrap") == 0) {
+		/* issue 21: seq 2^64-1 used to wrap the expected seq to 0, and the next
+		 * WELCOME carried host stack memory. Here it must be malformed: the next
+		 * HELLO resumes right after the last good frame. "Hung up" = it did. */
+		uint64_t again = 0;
+
+		n = smp_delta_put_epoch(buf + SMP_HDR_SIZE, 64, 0, 0);
+		n = smp_frame_seal(buf, SMP_EPOCH, 0, seq, (uint32_t)n);
+		if (!write_all(g, buf, (size_t)n))
+			return false;
+		n = smp_delta_put_epoch(buf + SMP_HDR_SIZE, 64, 1, 10);
+		n = smp_frame_seal(buf, SMP_EPOCH, 0, UINT64_MAX, (uint32_t)n);
+		if (!write_all(g, buf, (size_t)n))
+			return false;
+		n = smp_delta_put_epoch(buf + SMP_HDR_SIZE, 64, 2, 20);
+		n = smp_frame_seal(buf, SMP_EPOCH, 0, seq + 2 + SMP_SEQ_MAX_GAP, (uint32_t)n);
+		if (!write_all(g, buf, (size_t)n))
+			return false;
+		n = smp_frame_encode(buf, SMP_HDR_SIZE + hlen, SMP_HELLO, 0, 0, hello, hlen);
+		if (!write_all(g, buf, (size_t)n) || !read_host(g, true, &again))
+			return false;
+		g_printerr("synth-guest: seq-wrap: resumed at %" PRIu64 " then %" PRIu64 "\n",
+			   resume, again);
+		return again == resume + 1;
+	}
 	if (strcmp(m, "tiny-stacks") == 0) {
 		/* EPOCH, then an endless flood of depth-1 stacks in new epochs. */
 		for (uint64_t e = 0;; e++) {
@@ -912,7 +937,7 @@ int main(int argc, char **argv)
 		  "Flag one page as having lost N events before it (RB_MISSED_*)", "N" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
-		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks", "MODE" },
+		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap", "MODE" },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No summary", NULL },
 		G_OPTION_ENTRY_NULL,
 	};

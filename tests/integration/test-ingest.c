@@ -6,6 +6,7 @@
  * never acknowledged.
  */
 #include <glib/gstdio.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "guest-formats.h"
@@ -158,13 +159,58 @@ int main(void)
 	c = ha_conn_new(s, &lim, "t", "test");
 	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 8, "stream 42 resumes at 8");
 
+	/* PROTOCOL.md 2.2: seq 2^64-1, or a jump beyond SMP_SEQ_MAX_GAP, is malformed and
+	 * never becomes the next expected seq (it used to wrap it to 0, and the next
+	 * WELCOME was built from uninitialised memory). */
+	{
+		uint64_t m0 = ha_conn_stats(c)->malformed;
+		size_t olen;
+
+		CHECK(send_epoch(c, UINT64_MAX, 10, &e), "seq 2^64-1: connection kept");
+		CHECK(send_epoch(c, 8 + SMP_SEQ_MAX_GAP + 1, 11, &e), "a jump too far: kept");
+		CHECK(send_epoch(c, SMP_SEQ_MAX + 1, 11, &e), "seq SMP_SEQ_MAX + 1: kept");
+		CHECK(ha_conn_stats(c)->malformed == m0 + 3, "all three counted malformed");
+		CHECK(send_epoch(c, 8, 12, &e) && ha_conn_flush(c, &e) &&
+		      last_out(c, SMP_ACK) == 8, "seq 8 is still the next one: ACK 8");
+		CHECK(q1(s, "SELECT next_seq FROM streams WHERE stream_id = 42") == 9 &&
+		      q1(s, "SELECT gap_frames FROM streams WHERE stream_id = 42") == 3 &&
+		      q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch IN (10, 11)") == 0,
+		      "no gap recorded, nothing applied, next seq 9 stored");
+		CHECK(send_hello(c, &e), "a later HELLO of the stream");
+		ha_conn_output(c, &olen);
+		CHECK(olen == SMP_HDR_SIZE + 16 && last_out(c, SMP_WELCOME) == 9,
+		      "its WELCOME is one valid frame resuming at 9");
+		{
+			uint64_t seq = 9, next = 9, gaps = 3;
+			bool all = true;
+
+			while (seq < SMP_SEQ_MAX) {
+				seq = MIN(next + SMP_SEQ_MAX_GAP, SMP_SEQ_MAX);
+				gaps += seq - next;
+				all &= send_epoch(c, seq, 13, &e);
+				next = seq + 1;
+			}
+			CHECK(all && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == SMP_SEQ_MAX,
+			      "gaps of SMP_SEQ_MAX_GAP up to SMP_SEQ_MAX are loss, ACKed");
+			CHECK(q1(s, "SELECT gap_frames FROM streams WHERE stream_id = 42") ==
+			      (int64_t)gaps, "the gaps are recorded exactly (%" PRIu64 ")", gaps);
+		}
+		CHECK(send_epoch(c, SMP_SEQ_MAX + 1, 14, &e) && ha_conn_flush(c, &e) &&
+		      ha_conn_stats(c)->malformed == m0 + 4, "nothing goes beyond SMP_SEQ_MAX");
+		CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == SMP_SEQ_MAX + 1,
+		      "a full stream resumes at SMP_SEQ_MAX + 1 (the guest starts a new one)");
+		/* back to where the quota test below starts */
+		CHECK(ha_store_exec(s, "UPDATE streams SET next_seq = 9, cur_epoch = 12 WHERE"
+				    " stream_id = 42", &e), "reset stream 42 to seq 9");
+	}
+
 	/* Over the quota: rolled back, never acknowledged. */
 	ha_conn_close(c);
 	ha_conn_free(c);
 	lim.quota_bytes = 1;
 	c = ha_conn_new(s, &lim, "t", "test");
-	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 8, "resume at 8");
-	CHECK(send_epoch(c, 8, 9, &e), "epoch 9 applied in the batch");
+	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 9, "resume at 9");
+	CHECK(send_epoch(c, 9, 20, &e), "epoch 20 applied in the batch");
 	CHECK(!ha_conn_flush(c, &e) && e && strstr(e->message, "quota"), "quota: %s",
 	      e ? e->message : "committed");
 	g_clear_error(&e);
@@ -172,9 +218,30 @@ int main(void)
 	ha_conn_close(c);
 	CHECK(last_out(c, SMP_ACK) == 0, "nor when the connection closes");
 	ha_conn_free(c);
-	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 9") == 0 &&
-	      q1(s, "SELECT next_seq FROM streams WHERE stream_id = 42") == 8,
+	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 20") == 0 &&
+	      q1(s, "SELECT next_seq FROM streams WHERE stream_id = 42") == 9,
 	      "the store is as before the batch");
+
+	/* A stored next seq out of range (a store written before seq was bounded): the
+	 * HELLO is refused with a reason, and no WELCOME at all goes out. */
+	lim.quota_bytes = 0;
+	CHECK(ha_store_exec(s, "UPDATE streams SET next_seq = 0 WHERE stream_id = 42", &e),
+	      "next_seq 0 stored");
+	c = ha_conn_new(s, &lim, "t", "test");
+	{
+		size_t olen;
+
+		CHECK(!send_hello(c, &e) && e && strstr(e->message, "stored next seq 0"),
+		      "HELLO refused: %s", e ? e->message : "accepted");
+		g_clear_error(&e);
+		ha_conn_output(c, &olen);
+		/* last_out() decodes whatever is there: under valgrind, uninitialised
+		 * bytes in it are an error even when the checks below pass */
+		CHECK(last_out(c, SMP_WELCOME) == 0 && olen == 0,
+		      "nothing sent to the guest (%zu bytes)", olen);
+	}
+	ha_conn_close(c);
+	ha_conn_free(c);
 
 	ha_store_free(s);
 	{

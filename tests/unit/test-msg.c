@@ -294,6 +294,88 @@ static void test_bin(void)
 	is_int(smp_bin_open(&it, junk, 16), -EBADMSG, "bad magic refused");
 }
 
+/* Sequence rules (PROTOCOL.md 2.2): nothing wraps, a jump too far is malformed. */
+static void test_seq(void)
+{
+	const uint64_t M = SMP_SEQ_MAX, G = SMP_SEQ_MAX_GAP;
+
+	is_int(smp_seq_classify(1, 1), SMP_SEQ_NEXT, "seq 1 of a new stream is next");
+	is_int(smp_seq_classify(5, 4), SMP_SEQ_DUP, "below expected: duplicate");
+	is_int(smp_seq_classify(5, 6), SMP_SEQ_GAP, "above expected: gap");
+	is_int(smp_seq_classify(5, 0), SMP_SEQ_BAD, "seq 0 is not a sequenced frame");
+	is_int(smp_seq_classify(1, UINT64_MAX), SMP_SEQ_BAD, "seq 2^64-1 is malformed");
+	is_int(smp_seq_classify(M, UINT64_MAX), SMP_SEQ_BAD,
+	       "seq 2^64-1 is malformed even just after SMP_SEQ_MAX - 1");
+	is_int(smp_seq_classify(M, M), SMP_SEQ_NEXT, "SMP_SEQ_MAX itself is a valid seq");
+	is_int(smp_seq_classify(M, M + 1), SMP_SEQ_BAD, "SMP_SEQ_MAX + 1 is not");
+	is_int(smp_seq_classify(M + 1, M + 1), SMP_SEQ_BAD, "nothing follows SMP_SEQ_MAX");
+	is_int(smp_seq_classify(M + 1, 7), SMP_SEQ_DUP, "... but older frames are duplicates");
+	is_int(smp_seq_classify(1, 1 + G), SMP_SEQ_GAP, "a gap of SMP_SEQ_MAX_GAP is allowed");
+	is_int(smp_seq_classify(1, 2 + G), SMP_SEQ_BAD, "one more is malformed");
+	is_int(smp_seq_classify(0, 1), SMP_SEQ_BAD, "expected 0 is invalid state");
+	is_int(smp_seq_classify(UINT64_MAX, 1), SMP_SEQ_BAD, "expected 2^64-1 is invalid state");
+	ok(smp_seq_next_ok(1) && smp_seq_next_ok(M + 1) && !smp_seq_next_ok(0) &&
+	   !smp_seq_next_ok(M + 2) && !smp_seq_next_ok(UINT64_MAX), "smp_seq_next_ok bounds");
+	/* The worst a stream can record: every gap at its maximum up to SMP_SEQ_MAX. */
+	ok(M + 1 < (UINT64_C(1) << 63), "the sum of a stream's gaps fits an int64 column");
+}
+
+/*
+ * Every encoder writes every byte it reports (no byte of the caller's buffer left as it
+ * was), and refuses what it cannot encode without touching the output size: encode the
+ * same message into buffers pre-filled with two different patterns and compare.
+ */
+static void test_encoders_write_everything(void)
+{
+	static uint8_t a[SMP_MAX_PAYLOAD], b[SMP_MAX_PAYLOAD];
+	bool all = true;
+
+	for (size_t i = 0; i < smp_sample_nr_types; i++) {
+		uint8_t t = smp_sample_types[i];
+
+		for (unsigned v = 0; v < 4; v++) {
+			long na, nb;
+
+			memset(a, 0xa5, sizeof(a));
+			memset(b, 0x5a, sizeof(b));
+			na = smp_sample_payload(t, v, a, sizeof(a));
+			nb = smp_sample_payload(t, v, b, sizeof(b));
+			if (na <= 0 || na != nb || memcmp(a, b, (size_t)na)) {
+				all = false;
+				printf("# type %u variant %u: %ld/%ld bytes differ\n", t, v, na, nb);
+			}
+		}
+	}
+	ok(all, "every message encoder writes all of its payload bytes");
+	{
+		struct smp_welcome w = { .resume_seq = 7, .max_payload = 4096 };
+		long na, nb;
+
+		memset(a, 0xa5, 64);
+		memset(b, 0x5a, 64);
+		na = smp_welcome_encode(&w, a, 64);
+		nb = smp_welcome_encode(&w, b, 64);
+		ok(na == 16 && nb == 16 && !memcmp(a, b, 16), "WELCOME: all 16 bytes written");
+		memcpy(b, a, 16);	/* same payload, different bytes after it */
+		na = smp_frame_encode(a, 64, SMP_WELCOME, 0, 0, a, 16);
+		nb = smp_frame_encode(b, 64, SMP_WELCOME, 0, 0, b, 16);
+		ok(na == 48 && nb == 48 && !memcmp(a, b, 48), "a sealed frame: all 48 bytes written");
+		na = smp_ack_encode(9, a, 64);
+		nb = smp_ack_encode(9, b, 64);
+		ok(na == 8 && nb == 8 && !memcmp(a, b, 8), "ACK: all 8 bytes written");
+	}
+	is_int(smp_welcome_encode(&(struct smp_welcome){ .resume_seq = 0 }, a, 16), -EINVAL,
+	       "WELCOME resume_seq 0 cannot be encoded");
+	is_int(smp_welcome_encode(&(struct smp_welcome){ .resume_seq = SMP_SEQ_MAX + 2 }, a, 16),
+	       -EINVAL, "WELCOME resume_seq beyond SMP_SEQ_MAX + 1 cannot be encoded");
+	is_int(smp_welcome_encode(&(struct smp_welcome){ .resume_seq = UINT64_MAX }, a, 16),
+	       -EINVAL, "WELCOME resume_seq 2^64-1 cannot be encoded");
+	is_int(smp_welcome_encode(&(struct smp_welcome){ .resume_seq = SMP_SEQ_MAX + 1 }, a, 16),
+	       16, "WELCOME resume_seq SMP_SEQ_MAX + 1 can");
+	is_int(smp_ack_encode(SMP_SEQ_MAX + 1, a, 8), -EINVAL, "ACK beyond SMP_SEQ_MAX refused");
+	is_int(smp_ack_encode(UINT64_MAX, a, 8), -EINVAL, "ACK 2^64-1 refused");
+}
+
 int main(void)
 {
 	test_sizes();
@@ -302,5 +384,7 @@ int main(void)
 	test_counts();
 	test_delta();
 	test_bin();
+	test_seq();
+	test_encoders_write_everything();
 	return tap_done();
 }
