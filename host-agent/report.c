@@ -402,6 +402,30 @@ static char *boot_uuid_str(HaStore *s, int64_t boot)
 
 /* ---- boots -------------------------------------------------------------------- */
 
+/*
+ * The sum of a column of @boot's rows, each read as the u64 the guest sent (LOST
+ * counts are u64 on the wire, stored as int64), saturating at UINT64_MAX: no report
+ * shows a negative or wrapped count, whatever the guest sent.
+ */
+static uint64_t sum_u64(HaStore *s, const char *sql, int64_t boot)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
+	uint64_t v = 0;
+
+	if (!st)
+		return 0;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		for (int i = 0; i < sqlite3_column_count(st); i++) {
+			uint64_t x = (uint64_t)sqlite3_column_int64(st, i);
+
+			v = x > UINT64_MAX - v ? UINT64_MAX : v + x;
+		}
+	}
+	sqlite3_reset(st);
+	return v;
+}
+
 static int64_t scalar(HaStore *s, const char *sql, int64_t boot)
 {
 	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
@@ -435,7 +459,8 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 						 " WHERE id = ?", error);
 		g_autofree char *uuid = boot_uuid_str(s, b);
 		g_autofree char *rel = NULL, *start = NULL, *end = NULL, *ended = NULL;
-		int64_t events, lost_frames, overrun, stacks, epochs, unresolved_note;
+		int64_t stacks, epochs;
+		uint64_t events, lost_frames, overrun, malformed;
 
 		if (!st)
 			return false;
@@ -449,21 +474,17 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 		end = fmt_time(sqlite3_column_int64(st, 2));
 		ended = g_strdup((const char *)sqlite3_column_text(st, 3));
 		sqlite3_reset(st);
-		events = scalar(s, "SELECT COALESCE(SUM(nr_traced), 0) FROM chunks WHERE boot = ?",
-				b);
-		lost_frames = scalar(s, "SELECT COALESCE(SUM(gap_frames), 0) FROM streams"
-				     " WHERE boot = ?", b);
+		events = sum_u64(s, "SELECT nr_traced FROM chunks WHERE boot = ?", b);
+		lost_frames = sum_u64(s, "SELECT gap_frames FROM streams WHERE boot = ?", b);
 		/* Ring-buffer loss: the larger of what the pages flagged and what the
 		 * guest's per-CPU stats say (they count the same overwritten events). */
-		overrun = MAX(scalar(s, "SELECT COALESCE(SUM(overrun + dropped_events), 0)"
-				     " FROM lost WHERE boot = ?", b),
-			      scalar(s, "SELECT COALESCE(SUM(missed_events), 0) FROM streams"
-				     " WHERE boot = ?", b));
+		overrun = MAX(sum_u64(s, "SELECT overrun, dropped_events FROM lost WHERE"
+				      " boot = ?", b),
+			      sum_u64(s, "SELECT missed_events FROM streams WHERE boot = ?", b));
 		stacks = scalar(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", b) +
 			 scalar(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", b);
 		epochs = scalar(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", b);
-		unresolved_note = scalar(s, "SELECT COALESCE(SUM(malformed), 0) FROM streams"
-					 " WHERE boot = ?", b);
+		malformed = sum_u64(s, "SELECT malformed FROM streams WHERE boot = ?", b);
 		if (o->json) {
 			g_string_append_printf(out, "%s{\"boot\":%" PRId64 ",\"boot_id\":",
 					       i ? "," : "", b);
@@ -476,17 +497,17 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 			json_str(out, end);
 			g_string_append(out, ",\"ended\":");
 			json_str(out, ended);
-			g_string_append_printf(out, ",\"events\":%" PRId64 ",\"lost_frames\":%"
-					       PRId64 ",\"lost_events\":%" PRId64 ",\"stacks\":%"
+			g_string_append_printf(out, ",\"events\":%" PRIu64 ",\"lost_frames\":%"
+					       PRIu64 ",\"lost_events\":%" PRIu64 ",\"stacks\":%"
 					       PRId64 ",\"epochs\":%" PRId64 ",\"malformed\":%"
-					       PRId64 "}", events, lost_frames, overrun, stacks,
-					       epochs, unresolved_note);
+					       PRIu64 "}", events, lost_frames, overrun, stacks,
+					       epochs, malformed);
 		} else {
-			g_autofree char *lost = g_strdup_printf("%" PRId64 "f/%" PRId64 "e",
+			g_autofree char *lost = g_strdup_printf("%" PRIu64 "f/%" PRIu64 "e",
 								lost_frames, overrun);
 
 			g_string_append_printf(out, "%-4" PRId64 " %-36s %-22.22s %-19s %-19s %-12s"
-					       " %10" PRId64 " %10s %8" PRId64 " %6" PRId64 "\n",
+					       " %10" PRIu64 " %10s %8" PRId64 " %6" PRId64 "\n",
 					       b, uuid, rel ? rel : "?", start, end, ended, events,
 					       lost, stacks, epochs);
 		}
@@ -811,7 +832,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	g_autoptr(HaPair) pair = NULL;
 	g_autofree char *uuid = NULL;
 	sqlite3_stmt *st;
-	uint64_t have = 0;
+	uint64_t have = 0, bad_pages = 0;
 	int64_t since = o->since_ns >= 0 ? o->since_ns : 0;
 	guint first;
 	Progress pr;
@@ -852,8 +873,12 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 		sqlite3_reset(st);
 		since = t == INT64_MAX ? 0 : t;
 	}
+	/* Chunks without a time range hold pages the daemon could not parse when they
+	 * came (before the formats): decoded too, they may parse now, or are counted
+	 * as unparsable on stderr. */
 	st = ha_store_stmt(s, "SELECT id FROM chunks WHERE boot = ? AND nr_pages > 0 AND"
-			   " ts_max >= ? AND ts_min <= ? ORDER BY ts_max DESC, id DESC", error);
+			   " ((ts_max >= ? AND ts_min <= ?) OR ts_max IS NULL)"
+			   " ORDER BY ts_max DESC, id DESC", error);
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
@@ -888,21 +913,30 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 					  (size_t)sqlite3_column_bytes(st, 1), &e);
 		sqlite3_reset(st);
 		if (!raw) {
-			g_string_append_printf(out, "chunk %" PRId64 " unreadable: %s\n", id,
-					       e->message);
+			/* warnings go to stderr, never into the report (JSON included) */
+			g_printerr("host-agent report: boot %" PRId64 ": chunk %" PRId64
+				   " unreadable: %s\n", boot, id, e->message);
 			continue;
 		}
 		while (ha_chunk_next_page(raw, &off, &page, &len)) {
+			g_autoptr(GError) pe = NULL;
+
 			w.fed = false;
-			if (ha_tep_walk_page(tep, page, len, on_event, &w, NULL) < 0)
-				g_string_append_printf(out, "chunk %" PRId64 ": unparsable page\n",
-						       id);
-			else if (!w.fed && ha_tep_missed(tep) != 0)
+			if (ha_tep_walk_page(tep, page, len, on_event, &w, &pe) < 0) {
+				if (++bad_pages <= 10)
+					g_printerr("host-agent report: boot %" PRId64 ": chunk %"
+						   PRId64 ": unparsable page: %s\n", boot, id,
+						   pe ? pe->message : "?");
+			} else if (!w.fed && ha_tep_missed(tep) != 0) {
 				ha_pair_lost(pair, w.cpu);
+			}
 		}
 		progress_tick(&pr, chunks->len - i, chunks->len);
 	}
 	progress_end(&pr);
+	if (bad_pages > 10)
+		g_printerr("host-agent report: boot %" PRId64 ": %" PRIu64 " unparsable pages"
+			   " in all\n", boot, bad_pages);
 	ha_pair_flush(pair);
 	g_array_sort(evs, ev_cmp);
 	if (o->since_ns >= 0 || o->until_ns >= 0) {

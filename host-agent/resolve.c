@@ -3,7 +3,6 @@
 #include "resolve.h"
 
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -19,7 +18,7 @@ struct _HaSyms {
 	int64_t slide;
 };
 
-static int sym_cmp(const void *a, const void *b)
+static gint sym_cmp(gconstpointer a, gconstpointer b)
 {
 	const Sym *x = a, *y = b;
 
@@ -68,7 +67,10 @@ HaSyms *ha_syms_parse(const char *text, size_t len)
 		}
 		g_strfreev(f);
 	}
-	qsort(s->syms->data, s->syms->len, sizeof(Sym), sym_cmp);
+	/* g_array_sort(), not qsort(): with no symbol (a boot without a complete
+	 * kallsyms snapshot) the array's data is NULL, and qsort(NULL, 0, ...) is
+	 * undefined behaviour. */
+	g_array_sort(s->syms, sym_cmp);
 	return s;
 }
 

@@ -57,5 +57,43 @@ int main(int argc, char **argv)
 	rec(f, SMP_EPOCH, buf, (size_t)n);
 	n = smp_bye_encode(0, buf, sizeof(buf));
 	rec(f, SMP_BYE, buf, (size_t)n);
+	if (fclose(f) != 0)
+		return 1;
+
+	/* Harness commands (type 0, fuzz-ingest.c): seq edges, cut FORMATs, HELLOs
+	 * that change the geometry, between valid frames. */
+	snprintf(path, sizeof(path), "%s/seed-1", argv[1]);
+	f = fopen(path, "wb");
+	if (!f)
+		return 1;
+	for (uint8_t e = 0; e < 13; e++) {
+		uint8_t cmd[2] = { 2, e };
+
+		rec(f, 0, cmd, sizeof(cmd));
+		n = smp_delta_put_epoch(buf, sizeof(buf), 1, 1000);
+		rec(f, SMP_EPOCH, buf, (size_t)n);
+	}
+	for (uint8_t k = 0; k < 5; k++) {
+		uint8_t cmd[5] = { 1, k, (uint8_t)(7 * k + 3), 0, k & 1 ? 2 : 0 };
+
+		rec(f, 0, cmd, sizeof(cmd));
+	}
+	{
+		uint8_t geo[][9] = {
+			{ 0, 1, 0x80, 0x80, 0x80, 0x80, 0, 0, 0 },	/* big-endian pages */
+			{ 0, 0, 1, 0x80, 0x80, 0x80, 0, 0, 0 },		/* page size 8192 */
+			{ 0, 0, 0, 3, 0x80, 0x80, 0, 0, 0 },		/* 4 CPUs */
+			{ 0, 0, 0, 0x80, 12, 0x80, 0, 0, 0 },		/* map bits 12 */
+			{ 0, 0, 0, 0x80, 0x80, 0x80, 0, 0, 0 },		/* the same again */
+			{ 0, 0, 0, 0x80, 0x80, 0x80, 1, 1, 0 },		/* another stream */
+		};
+
+		for (size_t i = 0; i < sizeof(geo) / sizeof(geo[0]); i++) {
+			rec(f, 0, geo[i], sizeof(geo[i]));
+			n = smp_page_encode(&(struct smp_page){ .cpu = 0, .data = page,
+					    .data_len = len }, buf, sizeof(buf));
+			rec(f, SMP_PAGE, buf, (size_t)n);
+		}
+	}
 	return fclose(f) == 0 ? 0 : 1;
 }

@@ -55,6 +55,7 @@ typedef struct {
 	char *hostile;
 	gboolean no_bye;
 	gboolean no_stacks;
+	gboolean no_formats;
 	gint throttle_us;
 	gint window_mb;
 	gint64 gap_at;
@@ -239,7 +240,7 @@ static void gen_preamble(Guest *g)
 	uint8_t *buf = g_malloc(SMP_MAX_PAYLOAD);
 	long n;
 
-	for (unsigned int i = 0; i < gf_nr_formats; i++) {
+	for (unsigned int i = 0; i < gf_nr_formats && !g->o.no_formats; i++) {
 		struct smp_format m = {
 			.name = gf_formats[i].name, .name_len = (uint16_t)strlen(gf_formats[i].name),
 			.text = gf_formats[i].text, .text_len = strlen(gf_formats[i].text),
@@ -930,6 +931,8 @@ int main(int argc, char **argv)
 		  "No stack deeper than the map keeps (no full kernel_stack events)", NULL },
 		{ "no-stacks", 0, 0, G_OPTION_ARG_NONE, &o->no_stacks,
 		  "Trace without stacktrace (for the benchmark's marginal cost)", NULL },
+		{ "no-formats", 0, 0, G_OPTION_ARG_NONE, &o->no_formats,
+		  "Send no FORMAT frames (the host cannot parse the pages)", NULL },
 		{ "throttle-us", 0, 0, G_OPTION_ARG_INT, &o->throttle_us, "Pause after each frame", "US" },
 		{ "gap-at", 0, 0, G_OPTION_ARG_INT64, &o->gap_at, "Skip --gap sequence numbers at this one", "SEQ" },
 		{ "gap", 0, 0, G_OPTION_ARG_INT, &o->gap, "How many (default 0)", "N" },

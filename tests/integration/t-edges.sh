@@ -18,3 +18,25 @@ lost=$(report boots --json --domain-name vm1)
 ok "seq-wrap: no loss recorded, 2 malformed frames"
 stop_daemon
 integrity_ok "$(db_of vm1)"
+
+# Reports: warnings never go into machine-readable output. A boot without FORMAT
+# frames has pages nobody can parse; `report events --json` is still pure JSON (the
+# warnings go to stderr) and every report runs on it.
+start_daemon --listen "$T/sock" --domain-name vm1 --max-malformed 200
+"$SYNTH_GUEST" --connect "$T/sock" --events 300 --no-formats --seed 4 -q >/dev/null ||
+	fail "guest without formats"
+wait_for grep -q "before the header_page and stack event formats" "$T/daemon.log" ||
+	fail "no log line for pages before the formats"
+b=$("$SQLITE3" "$(db_of vm1)" "SELECT MAX(id) FROM boots")
+for r in boots top events folded; do
+	report "$r" --json --domain-name vm1 --boot "$b" >"$T/r.json" 2>"$T/r.err" ||
+		{ cat "$T/r.err"; fail "report $r --json on a boot without formats"; }
+	python3 -m json.tool "$T/r.json" >/dev/null 2>&1 ||
+		{ head -c 300 "$T/r.json"; fail "report $r --json is not pure JSON"; }
+done
+report events --json --domain-name vm1 --boot "$b" 2>"$T/r.err" >/dev/null
+grep -q "unparsable page" "$T/r.err" || fail "the unparsable pages are not reported on stderr"
+ok "reports on a boot without formats: pure JSON, $(grep -c unparsable "$T/r.err") warning line(s) on stderr"
+stop_daemon
+integrity_ok "$(db_of vm1)"
+

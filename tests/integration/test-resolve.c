@@ -38,6 +38,18 @@ static void test_syms(void)
 	CHECK(!strcmp(f, "0xffffffffc0100000"), "far past the last symbol: %s", f);
 	g_free(f);
 	ha_syms_free(s);
+
+	/* No symbol at all (a boot whose kallsyms snapshot is incomplete or missing):
+	 * no undefined behaviour (qsort(NULL, 0, ...) under UBSan), addresses in hex. */
+	s = ha_syms_parse("", 0);
+	CHECK(ha_syms_count(s) == 0, "empty snapshot: no symbols");
+	f = ha_syms_format(s, 0xffffffff81000123ull);
+	CHECK(!strcmp(f, "0xffffffff81000123"), "empty snapshot: %s", f);
+	g_free(f);
+	ha_syms_free(s);
+	s = ha_syms_parse("garbage\n", 8);
+	CHECK(ha_syms_count(s) == 0, "no text symbol: no symbols");
+	ha_syms_free(s);
 }
 
 static void test_chunk(void)
