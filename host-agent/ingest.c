@@ -553,6 +553,44 @@ static bool load_boot_state(HaConn *c, const void *pairs, size_t pairs_len, GErr
 	return true;
 }
 
+/*
+ * What a later HELLO of a boot changes in what its first HELLO said (the row of
+ * @st: nr_cpus, page_size, map_bits, max_depth, flags, text_addr from column 2), as
+ * "page size 4096 -> 8192, ..."; NULL when nothing. g_free().
+ */
+static char *geometry_change(sqlite3_stmt *st, const struct smp_hello *h)
+{
+	static const char *const what[] = { "CPUs", "page size", "map bits", "max depth" };
+	uint64_t now[] = { h->nr_cpus, h->page_size, h->map_bits, h->max_depth };
+	uint32_t flags = (uint32_t)sqlite3_column_int64(st, 6);
+	uint64_t text = (uint64_t)sqlite3_column_int64(st, 7);
+	GString *o = g_string_new(NULL);
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t was = (uint64_t)sqlite3_column_int64(st, 2 + i);
+
+		if (was != now[i])
+			g_string_append_printf(o, "%s%s %" PRIu64 " -> %" PRIu64, o->len ? ", " : "",
+					       what[i], was, now[i]);
+	}
+	if ((flags ^ h->flags) & SMP_HELLO_PAGES_BE)
+		g_string_append_printf(o, "%spages %s -> %s", o->len ? ", " : "",
+				       flags & SMP_HELLO_PAGES_BE ? "big-endian" : "little-endian",
+				       h->flags & SMP_HELLO_PAGES_BE ? "big-endian" : "little-endian");
+	if ((flags ^ h->flags) & SMP_HELLO_STACKMAP)
+		g_string_append_printf(o, "%sstackmap %s -> %s", o->len ? ", " : "",
+				       flags & SMP_HELLO_STACKMAP ? "on" : "off",
+				       h->flags & SMP_HELLO_STACKMAP ? "on" : "off");
+	if (text != h->text_addr)
+		g_string_append_printf(o, "%s_text 0x%" PRIx64 " -> 0x%" PRIx64, o->len ? ", " : "",
+				       text, h->text_addr);
+	if (!o->len) {
+		g_string_free(o, TRUE);
+		return NULL;
+	}
+	return g_string_free(o, FALSE);
+}
+
 static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 {
 	sqlite3_stmt *st;
@@ -564,13 +602,25 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 
 	if (!ha_store_begin(c->store, error))
 		return false;
-	st = STMT(c, "SELECT id, pair_state FROM boots WHERE boot_uuid = ?", error);
+	st = STMT(c, "SELECT id, pair_state, nr_cpus, page_size, map_bits, max_depth, flags,"
+		  " text_addr FROM boots WHERE boot_uuid = ?", error);
 	sqlite3_bind_blob(st, 1, h->boot_id, 16, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW) {
+		g_autofree char *changed = NULL;
+
 		c->boot = sqlite3_column_int64(st, 0);
 		pairs_len = (size_t)sqlite3_column_bytes(st, 1);
 		pairs = g_memdup2(sqlite3_column_blob(st, 1), pairs_len);
+		changed = geometry_change(st, h);
 		sqlite3_reset(st);
+		if (changed) {
+			/* The boot's pages, ids and stacks are stored and parsed with its
+			 * first geometry: a guest cannot change it halfway. */
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "HELLO of boot %s stream %016" PRIx64 " changes the boot's"
+				    " geometry (%s): refused", c->boot_str, h->stream_id, changed);
+			return false;
+		}
 		st = STMT(c, "UPDATE boots SET ended = NULL, end_time = NULL, last_time = ?"
 			  " WHERE id = ?", error);
 		sqlite3_bind_int64(st, 1, now);
@@ -871,10 +921,19 @@ static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
 		malformed(c, f, "truncated or invalid delta record at offset %zu", off);
 		return true;
 	}
+	/*
+	 * An id already stored for this epoch is normal when the stack is the same (the
+	 * guest re-reads the whole map after a gap); with other frames it is a conflict:
+	 * the frame is malformed and none of it stays (savepoint), the first definition
+	 * wins.
+	 */
+	if (!ha_store_exec(c->store, "SAVEPOINT stacks", error))
+		return false;
 	off = 0;
 	while (smp_delta_next(f->payload, f->len, &off, &rec) == 1) {
 		sqlite3_stmt *st = STMT(c, "INSERT OR IGNORE INTO stacks(boot, epoch, stack_id,"
 					" nr, ref_count, ips) VALUES(?,?,?,?,?,?)", error);
+		bool same;
 
 		sqlite3_bind_int64(st, 1, c->boot);
 		sqlite3_bind_int64(st, 2, c->cur_epoch);
@@ -884,8 +943,27 @@ static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
 		sqlite3_bind_blob(st, 6, rec.ips, (int)rec.nr * 8, SQLITE_STATIC);
 		if (!step_done(c, st, error, "insert stack"))
 			return false;
+		if (sqlite3_changes(ha_store_db(c->store)) > 0)
+			continue;
+		st = STMT(c, "SELECT ips FROM stacks WHERE boot = ? AND epoch = ? AND"
+			  " stack_id = ?", error);
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, c->cur_epoch);
+		sqlite3_bind_int64(st, 3, rec.stack_id);
+		same = sqlite3_step(st) == SQLITE_ROW &&
+		       sqlite3_column_bytes(st, 0) == (int)rec.nr * 8 &&
+		       !memcmp(sqlite3_column_blob(st, 0), rec.ips, (size_t)rec.nr * 8);
+		sqlite3_reset(st);
+		if (!same) {
+			if (!ha_store_exec(c->store, "ROLLBACK TO stacks; RELEASE stacks", error))
+				return false;
+			malformed(c, f, "record before offset %zu redefines stack_id 0x%x of"
+				  " epoch %" PRId64 " with other frames (the stored ones are kept)",
+				  off, rec.stack_id, c->cur_epoch);
+			return true;
+		}
 	}
-	return true;
+	return ha_store_exec(c->store, "RELEASE stacks", error);
 }
 
 static bool on_epoch(HaConn *c, const struct smp_frame *f, GError **error)

@@ -838,6 +838,46 @@ static bool hostile(Guest *g)
 			   resume, again);
 		return again == resume + 1;
 	}
+	if (strcmp(m, "geometry") == 0) {
+		/* A later HELLO of the same boot and stream announcing big-endian pages:
+		 * it used to be accepted silently. The host must hang up. */
+		struct smp_hello h;
+
+		smp_hello_decode(&h, hello, hlen);
+		h.flags |= SMP_HELLO_PAGES_BE;
+		n = smp_hello_encode(&h, buf + SMP_HDR_SIZE, SMP_MAX_PAYLOAD);
+		n = smp_frame_seal(buf, SMP_HELLO, 0, 0, (uint32_t)n);
+		if (!write_all(g, buf, (size_t)n))
+			return true;
+		return !read_host(g, true, NULL);
+	}
+	if (strcmp(m, "stack-conflict") == 0) {
+		/* Stack id 5 of epoch 0 twice, with other frames the second time: the
+		 * host counts it malformed, keeps the first, and goes on. "Hung up" here
+		 * means: the BYE after them was acknowledged. */
+		uint64_t ips_a[2] = { TEXT_BASE + 0x110, TEXT_BASE + 0x510 };
+		uint64_t ips_b[2] = { TEXT_BASE + 0x910, TEXT_BASE + 0x510 };
+		uint32_t id = smp_id_make(0, 5);
+
+		n = smp_delta_put_epoch(buf + SMP_HDR_SIZE, 64, 0, 0);
+		n = smp_frame_seal(buf, SMP_EPOCH, 0, seq++, (uint32_t)n);
+		if (!write_all(g, buf, (size_t)n))
+			return false;
+		for (int i = 0; i < 2; i++) {
+			n = smp_delta_put_stack(buf + SMP_HDR_SIZE, 64, id, 1, i ? ips_b : ips_a, 2);
+			n = smp_frame_seal(buf, SMP_STACKS, 0, seq++, (uint32_t)n);
+			if (!write_all(g, buf, (size_t)n))
+				return false;
+		}
+		n = smp_bye_encode(SMP_BYE_SHUTDOWN, buf + SMP_HDR_SIZE, 8);
+		n = smp_frame_seal(buf, SMP_BYE, 0, seq, (uint32_t)n);
+		if (!write_all(g, buf, (size_t)n))
+			return false;
+		while (g->acked < seq)
+			if (!read_host(g, true, NULL))
+				return false;
+		return true;
+	}
 	if (strcmp(m, "tiny-stacks") == 0) {
 		/* EPOCH, then an endless flood of depth-1 stacks in new epochs. */
 		for (uint64_t e = 0;; e++) {
@@ -940,7 +980,7 @@ int main(int argc, char **argv)
 		  "Flag one page as having lost N events before it (RB_MISSED_*)", "N" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
-		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap", "MODE" },
+		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict", "MODE" },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No summary", NULL },
 		G_OPTION_ENTRY_NULL,
 	};

@@ -40,3 +40,24 @@ ok "reports on a boot without formats: pure JSON, $(grep -c unparsable "$T/r.err
 stop_daemon
 integrity_ok "$(db_of vm1)"
 
+# A later HELLO of the same boot that changes the geometry (here: big-endian pages) is
+# refused with a clear log line; the boot keeps its first values.
+start_daemon --listen "$T/sock" --domain-name vm2 --max-malformed 200
+"$SYNTH_GUEST" --connect "$T/sock" --hostile geometry --seed 22 -q >/dev/null 2>"$T/h.err" ||
+	{ cat "$T/h.err"; fail "geometry: the daemon did not hang up"; }
+wait_for grep -q "changes the boot's geometry (pages little-endian -> big-endian)" \
+	"$T/daemon.log" || fail "geometry: no log line"
+ok "geometry: $(grep -m1 "changes the boot's geometry" "$T/daemon.log" | sed 's/.*closing the connection: //;s/.*: HELLO/HELLO/')"
+[ "$("$SQLITE3" "$(db_of vm2)" "SELECT flags & 2 FROM boots")" = 0 ] ||
+	fail "geometry: the boot took the new byte order"
+
+# A STACKS record that redefines a stored id with other frames: counted and logged.
+"$SYNTH_GUEST" --connect "$T/sock" --hostile stack-conflict --seed 23 -q >/dev/null 2>"$T/h.err" ||
+	{ cat "$T/h.err"; fail "stack-conflict: BYE not acknowledged"; }
+wait_for grep -q "redefines stack_id 0x5 of epoch 0" "$T/daemon.log" ||
+	fail "stack-conflict: no log line"
+m=$("$SQLITE3" "$(db_of vm2)" "SELECT s.malformed FROM streams s JOIN boots b ON b.id = s.boot ORDER BY s.id DESC LIMIT 1")
+[ "$m" = 1 ] || fail "stack-conflict: malformed count $m"
+ok "stack-conflict: 1 malformed, $(grep -m1 -o 'redefines stack_id.*' "$T/daemon.log" | cut -c1-90)"
+stop_daemon
+integrity_ok "$(db_of vm2)"

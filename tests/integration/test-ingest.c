@@ -54,6 +54,37 @@ static bool send_hello_stream(HaConn *c, uint64_t stream_id, GError **error)
 	return send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
 }
 
+/* A HELLO of the test's boot with other geometry. */
+static bool send_hello_geo(HaConn *c, uint64_t stream_id, uint32_t nr_cpus,
+			   uint32_t page_size, uint32_t map_bits, uint32_t flags, GError **error)
+{
+	uint8_t p[128];
+	struct smp_hello h = {
+		.stream_id = stream_id, .text_addr = 0xffffffff81000000ull, .nr_cpus = nr_cpus,
+		.page_size = page_size, .map_bits = map_bits, .max_depth = 64, .flags = flags,
+		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
+	};
+	long n;
+
+	memcpy(h.boot_id, boot_id, 16);
+	n = smp_hello_encode(&h, p, sizeof(p));
+	return send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
+}
+
+static bool send_stack(HaConn *c, uint64_t seq, const uint32_t *ids, const uint64_t *ip0,
+		       unsigned int nr, GError **error)
+{
+	uint8_t p[1024];
+	size_t len = 0;
+
+	for (unsigned int i = 0; i < nr; i++) {
+		uint64_t ips[2] = { ip0[i], 0xffffffff81000500ull };
+
+		len += (size_t)smp_delta_put_stack(p + len, sizeof(p) - len, ids[i], 1, ips, 2);
+	}
+	return send_frame(c, SMP_STACKS, seq, p, len, error);
+}
+
 static bool send_hello(HaConn *c, GError **error)
 {
 	return send_hello_stream(c, 42, error);
@@ -242,6 +273,87 @@ int main(void)
 	}
 	ha_conn_close(c);
 	ha_conn_free(c);
+
+	/* A later HELLO of the same boot that changes its geometry is refused with a
+	 * reason; the boot keeps its first values. (The first HELLO said 2 CPUs, pages of
+	 * 4096 bytes, little-endian, map bits 10.) */
+	{
+		static const struct {
+			uint32_t cpus, psize, bits, flags;
+			const char *says;
+		} geo[] = {
+			{ 2, 4096, 10, SMP_HELLO_PAGES_BE, "pages little-endian -> big-endian" },
+			{ 2, 8192, 10, 0, "page size 4096 -> 8192" },
+			{ 4, 4096, 10, 0, "CPUs 2 -> 4" },
+			{ 2, 4096, 12, 0, "map bits 10 -> 12" },
+		};
+
+		for (unsigned int i = 0; i < G_N_ELEMENTS(geo); i++) {
+			c = ha_conn_new(s, &lim, "t", "test");
+			CHECK(!send_hello_geo(c, 44 + i, geo[i].cpus, geo[i].psize, geo[i].bits,
+					      geo[i].flags, &e) && e &&
+			      strstr(e->message, "changes the boot's geometry") &&
+			      strstr(e->message, geo[i].says),
+			      "geometry change refused: %s", e ? e->message : "accepted");
+			g_clear_error(&e);
+			ha_conn_close(c);
+			ha_conn_free(c);
+		}
+		CHECK(q1(s, "SELECT COUNT(*) FROM boots WHERE page_size = 4096 AND nr_cpus = 2"
+			 " AND map_bits = 10 AND (flags & 2) = 0") == 1 &&
+		      q1(s, "SELECT COUNT(*) FROM streams WHERE stream_id >= 44") == 0,
+		      "the boot keeps its first geometry, no stream for the refused HELLOs");
+		c = ha_conn_new(s, &lim, "t", "test");
+		CHECK(send_hello_geo(c, 50, 2, 4096, 10, 0, &e), "the same geometry: accepted");
+		CHECK(!send_hello_geo(c, 50, 2, 4096, 10, SMP_HELLO_PAGES_BE, &e) && e &&
+		      strstr(e->message, "big-endian"),
+		      "... and a change on the same connection refused too: %s",
+		      e ? e->message : "accepted");
+		g_clear_error(&e);
+		ha_conn_close(c);
+		ha_conn_free(c);
+	}
+
+	/* A STACKS record redefining an id already stored in its epoch with other frames
+	 * is a conflict: counted malformed, logged, nothing of its frame applied. The
+	 * same definition again (a resend of the map) is fine. */
+	{
+		const uint32_t id7[] = { smp_id_make(0, 7) }, id78[] = { smp_id_make(0, 8),
+									 smp_id_make(0, 7) };
+		const uint64_t a[] = { 0xffffffff81000100ull }, b[] = { 0xffffffff81000200ull },
+			       ba[] = { 0xffffffff81000300ull, 0xffffffff81000200ull };
+		uint64_t m0;
+
+		c = ha_conn_new(s, &lim, "t", "test");
+		CHECK(send_hello_geo(c, 60, 2, 4096, 10, 0, &e) && send_epoch(c, 1, 0, &e),
+		      "stream 60, epoch 0");
+		m0 = ha_conn_stats(c)->malformed;
+		CHECK(send_stack(c, 2, id7, a, 1, &e) && send_stack(c, 3, id7, a, 1, &e) &&
+		      ha_conn_stats(c)->malformed == m0, "the same stack twice: fine");
+		CHECK(send_stack(c, 4, id7, b, 1, &e) && ha_conn_stats(c)->malformed == m0 + 1,
+		      "id 7 with other frames: malformed");
+		CHECK(send_stack(c, 5, id78, ba, 2, &e) && ha_conn_stats(c)->malformed == m0 + 2,
+		      "a frame with a new id 8 and a conflicting id 7: malformed");
+		CHECK(ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 5, "all acknowledged");
+		CHECK(q1(s, "SELECT COUNT(*) FROM stacks s JOIN streams t ON t.boot = s.boot"
+			 " WHERE t.stream_id = 60 AND s.epoch = 0 AND s.stack_id = 8") == 0,
+		      "nothing of the conflicting frame stored (id 8 not either)");
+		{
+			sqlite3_stmt *st = ha_store_stmt(s, "SELECT ips FROM stacks WHERE"
+							 " epoch = 0 AND stack_id = 7", NULL);
+			uint64_t ip = 0;
+
+			if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) >= 8)
+				memcpy(&ip, sqlite3_column_blob(st, 0), 8);
+			if (st)
+				sqlite3_reset(st);
+			CHECK(GUINT64_FROM_LE(ip) == a[0], "the first definition of id 7 kept");
+		}
+		CHECK(q1(s, "SELECT malformed FROM streams WHERE stream_id = 60") == 2,
+		      "the stream's stored malformed count says 2");
+		ha_conn_close(c);
+		ha_conn_free(c);
+	}
 
 	ha_store_free(s);
 	{
