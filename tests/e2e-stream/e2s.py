@@ -5,7 +5,9 @@ with stackmap-guestd to the real host-agent (suite e2e).
 Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--ticker PATH]
               [--workdir DIR] [--seed N] [--crash-runs N]
 
-Scenarios: steady, resets, crash, kill, late, full (see SCENARIOS below).
+Scenarios: steady, resets, crash, kill, late, full and the window-overflow paths
+(OVERFLOW_PATHS: late-overflow, late-overflow-meta, live-overflow,
+live-overflow-after-epoch); see SCENARIOS below.
 
 Ground truth (the heart of every scenario):
   * Stacks. The guest keeps the text of its own stack_map for every epoch: it
@@ -200,6 +202,16 @@ class Run:
         end = time.time() + timeout
         while time.time() < end:
             if any(m.startswith(prefix) for m in self.markers()):
+                return True
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.5)
+        return False
+
+    def wait_text(self, rx, proc, timeout):
+        end = time.time() + timeout
+        while time.time() < end:
+            if re.search(rx, self.text()):
                 return True
             if proc.poll() is not None:
                 return False
@@ -839,27 +851,120 @@ def t_late(args):
     run.cleanup()
 
 
-def t_late_overflow(args):
-    """host-agent starts so late (30 s into a 45 s workload) that stackmap-guestd's
-    16 MiB resend window overflows: the frames it dropped must be reported as LOST
-    (frames, the gap the host sees equal to the agent's own count), and what it still
-    held must be stored and resolved: the agent sends a new metadata snapshot and the
-    epoch in effect ahead of the held frames and the whole current map after them
-    (the stack records of the dropped frames are gone with them)."""
+# The window-overflow paths (issue 12), each forced by stackmap-guestd's test hooks
+# (--test-hold-drops, --test-stall) so that every run takes the path it names:
+#   name: (host-agent starts late, agent options, what the drop range holds)
+OVERFLOW_WINDOW_KB = 4096
+OVERFLOW_PATHS = {
+    # away from the start; the window drops 600+ frames: the snapshot and the
+    # first EPOCH among them
+    'late-overflow': (True, ['--test-hold-drops=600'], 'first-epoch'),
+    # away from the start; the hold starts at the first drop: only metadata is
+    # dropped, and the room kept behind the new snapshot takes the first EPOCH
+    # (the path of the issue 12 failure)
+    'late-overflow-meta': (True, ['--test-hold-drops=1'], 'meta-only'),
+    # connected; the agent stops sending at its first EPOCH (a host that stops
+    # reading), the window overflows from there
+    'live-overflow': (False, ['--test-stall=first-epoch', '--test-hold-drops=1'],
+                      'from-first-epoch'),
+    # the same one frame later: the first EPOCH reached the host, its STACKS did not
+    'live-overflow-after-epoch': (False, ['--test-stall=after-first-epoch',
+                                          '--test-hold-drops=1'], 'after-first-epoch'),
+}
+
+
+def agent_line(text, rx, what):
+    m = re.search(rx, text)
+    check(m, 'no agent log line for %s (/%s/)' % (what, rx))
+    return m
+
+
+def t_overflow(args, name):
+    """stackmap-guestd's window overflows (OVERFLOW_PATHS says which way, forced by
+    its test hooks): the frames it dropped must be reported as LOST (the gap the
+    host sees equal to the agent's own count when the host was away, at most that
+    when it was connected), and what it still held must be stored and resolved:
+    ahead of the held frames the agent sends what the host lacks, decided on every
+    frame it will not get (the ones dropped to make room included): a new metadata
+    snapshot if metadata was lost, the epoch in effect if map records were, and the
+    whole current map after them. No frame may be refused (malformed 0: a STACKS
+    frame before the stream's first EPOCH would be), every stack_id must resolve to
+    the guest's own stack, and the agent's log must show the path taken."""
+    late, opts, drop = OVERFLOW_PATHS[name]
     kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'late-overflow', 'steady', seconds=45, late_s=30)
+    run = Run(args, name, [
+        'stackmap.e2s_trace=late', 'stackmap.e2s_mode=overflow', 'stackmap.e2s_seconds=8',
+        'stackmap.e2s_agent=' + ','.join(['--window-kb=%d' % OVERFLOW_WINDOW_KB] + opts)])
+    try:
+        if not late:
+            run.start_agent()
+        proc = run.launch(initrd, kout)
+        check(run.wait_marker('STREAMING', proc, 600), 'the guest never streamed')
+        if late:
+            check(run.wait_text(r'test hook: \d+ frames dropped', proc, 600),
+                  'the window did not overflow (no test hold)')
+            log('starting host-agent %.0f s after boot, the agent holding'
+                % (time.time() - run.t0))
+            run.start_agent()
+        finish_clean(run, proc)
+    except BaseException:
+        run.kill_guest()
+        if run.ha is not None:
+            run.reap_agent(signal.SIGKILL)
+        raise
     b, evs, maps = common_checks(run)
-    m = re.search(r'(\d+) frames dropped', run.text())
-    check(m and int(m.group(1)) > 0, 'the window did not overflow')
-    check(b['lost_frames'] == int(m.group(1)), 'host LOST frames %d, guest dropped %s'
-          % (b['lost_frames'], m.group(1)))
-    check(b['malformed'] == 0, '%d malformed frames' % b['malformed'])
+    text = run.text()
+    check('HOLD-ENDED' in run.markers(), 'the test hold never ended')
+    dropped = int(agent_line(text, r'exiting: .*?(\d+) frames dropped', 'the exit').group(1))
+    first_epoch = int(agent_line(text, r"the stream's first EPOCH \(epoch \d+\) is seq (\d+)",
+                                 'the first EPOCH').group(1))
+    g = agent_line(text, r'frames (\d+)\.\.(\d+) were dropped before the host got them'
+                   r' \((\d+) of them to make room\): sending (.*?) ahead of the (\d+)'
+                   r' frames held(.*)', 'the gap')
+    g_from, g_to, room, ahead, tail = (int(g.group(1)), int(g.group(2)), int(g.group(3)),
+                                       g.group(4), g.group(6))
+    log('path %s: first EPOCH seq %d; gap %d..%d (%d to make room); ahead: %s%s;'
+        ' agent dropped %d, host LOST frames %d'
+        % (name, first_epoch, g_from, g_to, room, ahead, tail, dropped, b['lost_frames']))
+    check(dropped > 0, 'the window did not overflow')
+    check('the epoch in effect' in ahead and 'the whole stack map' in tail,
+          'map records were lost but the epoch in effect / the map were not sent again')
+    if late:
+        w = agent_line(text, r'host resumes at (\d+) but the window starts at (\d+)',
+                       'the late WELCOME')
+        check(int(w.group(1)) == 1 and g_from == 1, 'the late host did not resume at 1')
+        check('a new snapshot' in ahead, 'metadata was lost but no new snapshot sent')
+        check(b['lost_frames'] == dropped, 'host LOST frames %d, guest dropped %d'
+              % (b['lost_frames'], dropped))
+        if drop == 'first-epoch':
+            check(int(w.group(2)) > first_epoch, 'path %s: the window still held the'
+                  ' first EPOCH (seq %d) at WELCOME (window from %s)'
+                  % (name, first_epoch, w.group(2)))
+        else:
+            check(int(w.group(2)) <= first_epoch and room > 0 and g_to >= first_epoch,
+                  'path %s: the first EPOCH (seq %d) was not dropped to make room'
+                  ' (window from %s at WELCOME, gap to %d, %d to make room)'
+                  % (name, first_epoch, w.group(2), g_to, room))
+    else:
+        check(g_from == first_epoch + (drop == 'after-first-epoch'),
+              'path %s: the gap starts at %d, not at the first EPOCH (%d)%s'
+              % (name, g_from, first_epoch, ' + 1' if drop == 'after-first-epoch' else ''))
+        check('a new snapshot' not in ahead, 'no metadata was lost: no snapshot wanted')
+        # frames written just before they were dropped may still arrive
+        check(0 < b['lost_frames'] <= dropped, 'host LOST frames %d, guest dropped %d'
+              % (b['lost_frames'], dropped))
+    check(b['epochs'] >= 1 and b['stacks'] > 0, 'the host stored %d epochs, %d stacks'
+          % (b['epochs'], b['stacks']))
     unparsed = db_sum(run, 'SELECT COUNT(*) FROM chunks WHERE nr_pages > 0 AND nr_events = 0')
     check(unparsed == 0, '%d chunks stored unparsed (pages before their formats)' % unparsed)
     gs = guest_stats(run)
     stored = db_sum(run, 'SELECT SUM(nr_events) FROM chunks')
-    check(0 < stored < gs['read events'], 'host stored %d ring-buffer events of the %d the '
-          'guest read: want some, and fewer (frames were dropped)' % (stored, gs['read events']))
+    # late: thousands of frames dropped, pages among them; live: the drop may be the
+    # EPOCH and STACKS frames alone
+    check(0 < stored <= gs['read events'] and (stored < gs['read events'] or not late),
+          'host stored %d ring-buffer events of the %d the guest read: want some, and'
+          ' %s' % (stored, gs['read events'], 'fewer (pages were dropped)' if late
+                   else 'no more'))
     kinds, unv = check_events(run, evs, maps, symbol_table(kout))
     check(kinds.get('stack_id', 0) > 0, 'no stack_id event resolved after the gap')
     log('stack kinds %s; LOST frames %d; %d of the %d ring-buffer events the guest read '
@@ -887,8 +992,8 @@ def t_full(args):
 
 
 SCENARIOS = {'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
-             'kill': t_kill, 'late': t_late, 'full': t_full,
-             'late-overflow': t_late_overflow}
+             'kill': t_kill, 'late': t_late, 'full': t_full}
+SCENARIOS.update({n: (lambda args, n=n: t_overflow(args, n)) for n in OVERFLOW_PATHS})
 
 
 def main():

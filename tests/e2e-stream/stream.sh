@@ -1,13 +1,26 @@
 # Guest side of tests/e2e-stream (run by /init as stackmap.scenario=stream).
 # Tracing (kmem events with stacktrace + stackmap) runs from boot, set on the
 # kernel command line. Parameters (kernel command line, stackmap.e2s_*):
-#   e2s_mode     steady | resets | crash | kill | late | full
+#   e2s_mode     steady | resets | crash | kill | late | full | overflow
 #   e2s_seconds  workload length (default 15)
 #   e2s_resets   map resets in mode resets (default 50)
 #   e2s_crash_ms in mode crash: start the crash-window probe this long after
 #                the workload starts
 #   e2s_ticks    in mode crash: the probe's K (default 500)
 #   e2s_delay    seconds to trace before stackmap-guestd starts (default 0)
+#   e2s_agent    extra stackmap-guestd options, comma-separated (default none)
+#   e2s_trace    boot (default): tracing is set on the kernel command line;
+#                late: this script sets it up (the same events, options and a
+#                4 MiB buffer per CPU) once booted. Boot-time stack traces of
+#                every slab allocation make the ACPI interpreter so slow on an
+#                overloaded TCG host that its loop timeout can fire while it
+#                routes the virtio-serial device's interrupt ("PCI INT A: no
+#                GSI"): no port, no stream. Scenarios that need no boot-time
+#                events use late.
+# Mode overflow (the agent's test hooks force one order of a window overflow):
+# the workload runs until the agent's log says its test hold ended (the host
+# has every frame it held), then e2s_seconds more; the agent's log goes to
+# /tmp/agent.log, copied to the console as it grows.
 # Ground truth it leaves for the host (base64 files between FILE markers):
 #   maps.tar.gz  the stack_map text of every epoch, taken just before each reset
 #                (stat-E.txt + map-E.txt, E = the epoch from stack_map_stat) and
@@ -38,7 +51,17 @@ resets=$(param e2s_resets 50)
 crash_ms=$(param e2s_crash_ms 5000)
 ticks=$(param e2s_ticks 500)
 delay=$(param e2s_delay 0)
+agent_opts=$(param e2s_agent "" | tr , ' ')
+TAIL=
 mkdir -p /tmp/maps
+if [ "$(param e2s_trace boot)" = late ]; then
+	echo 4096 > $T/buffer_size_kb
+	for e in kmem:kmalloc kmem:kmem_cache_alloc stackmap_test:chain; do
+		echo "$e" >> $T/set_event || fail "cannot enable $e"
+	done
+	echo 1 > $T/options/stackmap || fail "cannot set options/stackmap"
+	echo 1 > $T/options/stacktrace || fail "cannot set options/stacktrace"
+fi
 
 work() {
 	ls -R /sys/class /proc/sys > /dev/null 2>&1
@@ -97,8 +120,18 @@ chains &
 CHAINS=$!
 i=0
 while [ $i -lt "$delay" ]; do work; i=$((i + 1)); done
-/stackmap-guestd --exclude-self &
-AGENT=$!
+if [ "$mode" = overflow ]; then
+	: > /tmp/agent.log
+	# shellcheck disable=SC2086
+	/stackmap-guestd --exclude-self $agent_opts 2>> /tmp/agent.log &
+	AGENT=$!
+	tail -f /tmp/agent.log >&2 &
+	TAIL=$!
+else
+	# shellcheck disable=SC2086
+	/stackmap-guestd --exclude-self $agent_opts &
+	AGENT=$!
+fi
 sleep 2
 say "STREAMING agent=$AGENT"
 [ "$delay" = 0 ] || say "CHAINS-STREAMING $(chains_counts) overrun=$(overrun)"
@@ -152,6 +185,16 @@ crash)
 full)
 	while [ "$(date +%s)" -lt "$end" ]; do work_wide; done
 	;;
+overflow)
+	limit=$(($(date +%s) + 600))
+	until grep -q 'test hook: the host has every frame held' /tmp/agent.log; do
+		[ "$(date +%s)" -lt "$limit" ] || fail "the agent's test hold did not end in 600 s"
+		work
+	done
+	say "HOLD-ENDED"
+	end=$(($(date +%s) + seconds))
+	while [ "$(date +%s)" -lt "$end" ]; do work; done
+	;;
 *)
 	while [ "$(date +%s)" -lt "$end" ]; do work; done
 	;;
@@ -169,6 +212,10 @@ say "AGENT_CPU_TICKS $((${14} + ${15})) hz=$(getconf CLK_TCK 2>/dev/null || echo
 kill -TERM $AGENT
 wait $AGENT
 say "AGENT_EXIT $?"
+if [ -n "$TAIL" ]; then
+	sleep 2		# tail -f copies the agent's last lines
+	kill $TAIL
+fi
 cat $T/per_cpu/cpu*/stats > /tmp/stats.txt
 # A CPU whose stats still count entries after the agent drained it: keep what
 # tells "not yet readable" from "lost for good" (what the reader race patch
