@@ -1,8 +1,10 @@
 #!/bin/sh
 # The demo's guest scenario (run by /init as stackmap.scenario=demo). Tracing was set up
-# from boot on the kernel command line (slab events, stacktrace, stackmap), so the ring
-# buffer already holds everything since boot when the agent starts; the agent streams
-# it, a slab-heavy workload runs, and the guest crashes on purpose with sysrq-c.
+# from boot on the kernel command line (slab events, stacktrace, stackmap, and the trace
+# clock, which launch sets so that the kernel does not switch it at late_initcall and
+# reset the buffer), so the ring buffer already holds everything since boot when the
+# agent starts; the agent streams it, a slab-heavy workload runs, and the guest
+# crashes on purpose with sysrq-c.
 T=/sys/kernel/tracing
 seconds=20
 for arg in $(cat /proc/cmdline); do
@@ -13,7 +15,10 @@ done
 say() { echo "STACKMAP-DEMO: $*"; }
 
 say "tracing since boot: options $(grep -c '^stackmap\|^stacktrace' $T/trace_options) of stackmap/stacktrace on, events: $(tr '\n' ' ' < $T/set_event)"
-/stackmap-guestd --exclude-self &
+# STATS every second: the host compares the map's successes (stack ids handed
+# out) with the stack_id events it stored, so that a loss the ring buffer's
+# counters cannot show (a buffer reset) is reported in LOST.
+/stackmap-guestd --exclude-self --stats-ms 1000 &
 sleep 2
 say "stackmap-guestd streaming; slab workload for ${seconds}s"
 end=$(($(date +%s) + seconds))

@@ -108,8 +108,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 GK = os.path.join(ROOT, 'guest-kernel')
 MARK = 'STACKMAP-E2E: '
 DOMAIN = 'e2s'
+# 32 MiB per CPU: tracing runs from boot and nothing resets the buffer (launch sets the
+# trace clock), so everything the boot recorded before stackmap-guestd starts (about
+# 230,000 ring-buffer events, most on one CPU, measured under TCG) must fit.
 BOOT_TRACE = ['trace_event=kmem:kmalloc,kmem:kmem_cache_alloc,stackmap_test:chain',
-              'trace_options=stackmap,stacktrace', 'trace_buf_size=4M']
+              'trace_options=stackmap,stacktrace', 'trace_buf_size=32M']
 BOOT_TRACE_SMALL = BOOT_TRACE[:2] + ['trace_buf_size=512K']
 
 
