@@ -440,6 +440,71 @@ static int64_t scalar(HaStore *s, const char *sql, int64_t boot)
 	return v;
 }
 
+/*
+ * Loss the ring buffer's own counters do not show (a reset of the buffer, as by a
+ * trace clock switch, clears them; an event the reader never got stays counted only
+ * as an entry). From the newest STATS of the boot:
+ *  - @unread: SMP_STAT_RB_UNREAD, the per-CPU "entries" still in the buffer after the
+ *    agent's final drain with tracing off (0 when it was not sent);
+ *  - @successes: the map's successes in its epoch @epoch, i.e. stack ids handed out
+ *    in that epoch, each for one TRACE_STACK_ID event committed to the ring buffer
+ *    (the kernel reserves the event before it asks the map), against @stored, the
+ *    stored events whose stack_id is of that epoch. A STATS frame older than the
+ *    end of the stream makes @successes a lower bound, never an excess.
+ */
+typedef struct {
+	uint64_t epoch, successes, stored, unread;	/* negative values read as 0 */
+	bool have_map;
+} MapLoss;
+
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+	int64_t v = sqlite3_column_int64(st, i);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+static void map_loss(HaStore *s, int64_t boot, MapLoss *ret)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT e.value, n.value FROM stats e JOIN stats n"
+					 " ON n.stream = e.stream AND n.key = ?2 WHERE e.boot = ?1"
+					 " AND e.key = ?3 ORDER BY e.value DESC, n.value DESC"
+					 " LIMIT 1", NULL);
+
+	*ret = (MapLoss){ 0 };
+	if (!st)
+		return;
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, SMP_STAT_MAP_SUCCESSES);
+	sqlite3_bind_int64(st, 3, SMP_STAT_MAP_EPOCH);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		ret->have_map = true;
+		ret->epoch = col_u64(st, 0);
+		ret->successes = col_u64(st, 1);
+	}
+	sqlite3_reset(st);
+	/* hist.h keys of stack ids: 2 * (gen << 31 | stack_id) + 2; epoch = gen * 2048 + tag */
+	st = ha_store_stmt(s, "SELECT COALESCE(SUM(count), 0) FROM stack_counts WHERE"
+			   " boot = ?1 AND key > 0 AND key % 2 = 0 AND ((key / 2 - 1) >> 31) *"
+			   " 2048 + (((key / 2 - 1) >> 20) & 2047) = ?2", NULL);
+	if (st && ret->have_map) {
+		sqlite3_bind_int64(st, 1, boot);
+		sqlite3_bind_int64(st, 2, (int64_t)ret->epoch);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			ret->stored = col_u64(st, 0);
+		sqlite3_reset(st);
+	}
+	st = ha_store_stmt(s, "SELECT COALESCE(MAX(value), 0) FROM stats WHERE boot = ?1 AND"
+			   " key = ?2", NULL);
+	if (st) {
+		sqlite3_bind_int64(st, 1, boot);
+		sqlite3_bind_int64(st, 2, SMP_STAT_RB_UNREAD);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			ret->unread = col_u64(st, 0);
+		sqlite3_reset(st);
+	}
+}
+
 static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError **error)
 {
 	g_autoptr(GArray) ids = select_boots(s, o->boot ? o->boot : "all", error);
@@ -460,7 +525,8 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 		g_autofree char *uuid = boot_uuid_str(s, b);
 		g_autofree char *rel = NULL, *start = NULL, *end = NULL, *ended = NULL;
 		int64_t stacks, epochs;
-		uint64_t events, lost_frames, overrun, malformed;
+		uint64_t events, lost_frames, overrun, malformed, explained, unseen;
+		MapLoss ml;
 
 		if (!st)
 			return false;
@@ -485,6 +551,14 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 			 scalar(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", b);
 		epochs = scalar(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", b);
 		malformed = sum_u64(s, "SELECT malformed FROM streams WHERE boot = ?", b);
+		/* LOST counts what the ring buffer's counters missed too, once: stack ids
+		 * handed out beyond what is stored and not explained by those counters. */
+		map_loss(s, b, &ml);
+		explained = ml.stored + overrun + ml.unread;
+		if (explained < ml.stored)
+			explained = UINT64_MAX;
+		unseen = ml.successes > explained ? ml.successes - explained : 0;
+		overrun += ml.unread + unseen;
 		if (o->json) {
 			g_string_append_printf(out, "%s{\"boot\":%" PRId64 ",\"boot_id\":",
 					       i ? "," : "", b);
@@ -500,8 +574,12 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 			g_string_append_printf(out, ",\"events\":%" PRIu64 ",\"lost_frames\":%"
 					       PRIu64 ",\"lost_events\":%" PRIu64 ",\"stacks\":%"
 					       PRId64 ",\"epochs\":%" PRId64 ",\"malformed\":%"
-					       PRIu64 "}", events, lost_frames, overrun, stacks,
-					       epochs, malformed);
+					       PRIu64 ",\"unread_events\":%" PRIu64
+					       ",\"unseen_stack_ids\":%" PRIu64 ",\"map_epoch\":%"
+					       PRIu64 ",\"map_successes\":%" PRIu64
+					       ",\"stack_id_events\":%" PRIu64 "}", events, lost_frames,
+					       overrun, stacks, epochs, malformed, ml.unread, unseen,
+					       ml.epoch, ml.successes, ml.stored);
 		} else {
 			g_autofree char *lost = g_strdup_printf("%" PRIu64 "f/%" PRIu64 "e",
 								lost_frames, overrun);
@@ -510,13 +588,23 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 					       " %10" PRIu64 " %10s %8" PRId64 " %6" PRId64 "\n",
 					       b, uuid, rel ? rel : "?", start, end, ended, events,
 					       lost, stacks, epochs);
+			if (ml.unread || unseen)
+				g_string_append_printf(out, "     of the LOST events: %" PRIu64
+						       " left unread in the guest's ring buffer, %"
+						       PRIu64 " more stack ids of epoch %" PRIu64
+						       " handed out than explained (map successes %"
+						       PRIu64 ", stack_id events stored %" PRIu64 ")\n",
+						       ml.unread, unseen, ml.epoch, ml.successes,
+						       ml.stored);
 		}
 	}
 	if (o->json)
 		g_string_append(out, "]\n");
 	else
-		g_string_append(out, "LOST: frames the guest agent could not deliver (f) / ring-buffer"
-				" events overwritten or dropped in the guest (e).\n");
+		g_string_append(out, "LOST: frames the guest agent could not deliver (f) / events"
+				" lost in the guest (e): overwritten or dropped by the ring"
+				" buffer, left unread in it, or given a stack id by the map but"
+				" never stored (a ring-buffer reset).\n");
 	return true;
 }
 

@@ -283,6 +283,7 @@ enum smp_stat_key {
 	SMP_STAT_DURABLE_P99_US	= 22,
 	SMP_STAT_DURABLE_MAX_US	= 23,
 	SMP_STAT_DURABLE_PAGES	= 24,
+	SMP_STAT_RB_UNREAD	= 25,
 };
 #define SMP_STATS_MAX		256u
 struct smp_stat {

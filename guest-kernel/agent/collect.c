@@ -400,8 +400,9 @@ void agent_queue_lost(struct agent *a, bool force)
 
 void agent_queue_stats(struct agent *a, bool force)
 {
-	struct smp_stat st[16];
+	struct smp_stat st[17];
 	struct map_stat ms = { 0 };
+	uint64_t unread;
 	struct win_stats ws;
 	uint32_t n = 0;
 	uint64_t sig;
@@ -434,6 +435,15 @@ void agent_queue_stats(struct agent *a, bool force)
 					     latency_quantile_us(&a->lat, 990) };
 		st[n++] = (struct smp_stat){ SMP_STAT_DURABLE_MAX_US, a->lat.max_us };
 		st[n++] = (struct smp_stat){ SMP_STAT_DURABLE_PAGES, a->lat.samples };
+	}
+	/* The last STATS, after the final drain (begin_stop): what the ring buffer
+	 * still counts with tracing off is what no read returned. */
+	if (a->stopping && tracefs_read_unread(a->tracefs, a->cpus, a->nr_cpu_dirs,
+					       &unread) == 0) {
+		st[n++] = (struct smp_stat){ SMP_STAT_RB_UNREAD, unread };
+		if (unread)
+			log_warning("%" PRIu64 " events left unread in the ring buffer after"
+				    " the final drain (the ring-buffer reader race; LOST)", unread);
 	}
 	r = stream_stats(a->win, st, n);
 	if (r < 0) {

@@ -181,6 +181,41 @@ int tracefs_read_cpu_stats(const char *root, uint32_t cpu, struct smp_lost_cpu *
 	return 0;
 }
 
+int tracefs_read_unread(const char *root, const uint32_t *cpus, uint32_t nr, uint64_t *ret)
+{
+	_cleanup_free_ char *on = NULL;
+	char path[4096];
+	uint64_t sum = 0;
+	int r;
+
+	r = path_fmt(path, sizeof(path), "%s/tracing_on", root);
+	if (r < 0)
+		return r;
+	r = read_file(path, TRACEFS_FILE_MAX, &on, NULL);
+	if (r < 0)
+		return r;
+	if (on[0] != '0')
+		return -EBUSY;
+	for (uint32_t i = 0; i < nr; i++) {
+		_cleanup_free_ char *text = NULL;
+		uint64_t v;
+
+		r = path_fmt(path, sizeof(path), "%s/per_cpu/cpu%" PRIu32 "/stats", root,
+			     cpus[i]);
+		if (r < 0)
+			return r;
+		r = read_file(path, TRACEFS_FILE_MAX, &text, NULL);
+		if (r < 0)
+			return r;
+		r = key_u64(text, "entries:", &v);
+		if (r < 0)
+			return r;
+		sum += v;
+	}
+	*ret = sum;
+	return 0;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

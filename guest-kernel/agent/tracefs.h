@@ -45,6 +45,12 @@ int tracefs_read_map_stat(const char *root, struct map_stat *ret);
 /* Parse per_cpu/cpuN/stats text into @ret (keys it does not know are ignored). */
 int tracefs_parse_cpu_stats(const char *text, struct smp_lost_cpu *ret);
 int tracefs_read_cpu_stats(const char *root, uint32_t cpu, struct smp_lost_cpu *ret);
+/*
+ * Events still counted in the ring buffer ("entries:" of per_cpu/cpuN/stats, summed
+ * over @cpus) when tracing is off (tracing_on reads 0): after a full drain, events no
+ * read returned. -EBUSY while tracing is on (new events make the count meaningless).
+ */
+int tracefs_read_unread(const char *root, const uint32_t *cpus, uint32_t nr, uint64_t *ret);
 
 /*
  * The possible CPUs: one bit per per_cpu/cpuN directory. *ret_nr is the highest N + 1.
