@@ -98,55 +98,125 @@ guint ha_syms_count(const HaSyms *s)
 	return s->syms->len;
 }
 
+/* Chunks 0..last of one snapshot, all of them, appended to @out: false if one is
+ * missing (a snapshot with a hole would blame the missing lines' addresses on the
+ * symbol before them). */
+static bool load_snapshot(sqlite3 *db, int64_t boot, int64_t stream, int64_t gen,
+			  GString *out)
+{
+	sqlite3_stmt *st = NULL;
+	bool complete = false;
+	int64_t next = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT chunk, text FROM texts WHERE boot = ? AND"
+			       " kind = 'ksyms' AND stream = ? AND generation = ? AND chunk <="
+			       " (SELECT chunk FROM texts WHERE boot = ?1 AND kind = 'ksyms' AND"
+			       " stream = ?2 AND generation = ?3 AND last = 1) ORDER BY chunk", -1,
+			       &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, stream);
+	sqlite3_bind_int64(st, 3, gen);
+	complete = true;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (sqlite3_column_int64(st, 0) != next++)
+			complete = false;
+		g_string_append_len(out, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1));
+	}
+	sqlite3_finalize(st);
+	return complete;
+}
+
+/* The module of a kallsyms line ("ADDR TYPE NAME [MODULE]"), or NULL. */
+static char *line_module(const char *line, size_t n)
+{
+	const char *open = memchr(line, '[', n);
+	const char *close = open ? memchr(open, ']', n - (size_t)(open - line)) : NULL;
+
+	return close ? g_strndup(open + 1, (size_t)(close - open - 1)) : NULL;
+}
+
+/*
+ * Append to @text the lines of modules that @text lacks but an older complete
+ * snapshot of the boot has (@older: its text): a module unloaded while it was
+ * traced keeps its symbols for the events recorded while it was loaded. An address
+ * a later module reuses resolves to the newest snapshot's symbol.
+ */
+static void add_modules(GString *text, GHashTable *known, const GString *older)
+{
+	g_autoptr(GHashTable) added = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							    NULL);
+	GHashTableIter it;
+	size_t off = 0;
+	gpointer k;
+
+	while (off < older->len) {
+		const char *line = older->str + off;
+		const char *nl = memchr(line, '\n', older->len - off);
+		size_t n = nl ? (size_t)(nl - line) : older->len - off;
+		g_autofree char *m = line_module(line, n);
+
+		off += n + 1;
+		if (!m || g_hash_table_contains(known, m))
+			continue;
+		if (text->len && text->str[text->len - 1] != '\n')
+			g_string_append_c(text, '\n');
+		g_string_append_len(text, line, (gssize)n);
+		g_string_append_c(text, '\n');
+		g_hash_table_add(added, g_steal_pointer(&m));
+	}
+	/* an even older snapshot does not add these modules a second time */
+	g_hash_table_iter_init(&it, added);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		g_hash_table_iter_steal(&it);
+		g_hash_table_add(known, k);
+	}
+}
+
 HaSyms *ha_syms_load(HaStore *store, int64_t boot)
 {
 	sqlite3 *db = ha_store_db(store);
 	sqlite3_stmt *st = NULL;
 	g_autoptr(GString) text = g_string_new(NULL);
-	int64_t gen = -1;
+	g_autoptr(GHashTable) known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							    NULL);
+	bool first = true;
 
-	int64_t stream = 0;
-	bool complete = false;
-
-	/* The newest snapshot whose LAST chunk arrived. */
+	/* The newest snapshot whose LAST chunk arrived, then the older ones for the
+	 * modules it lacks. */
 	if (sqlite3_prepare_v2(db, "SELECT stream, generation FROM texts WHERE boot = ? AND"
-			       " kind = 'ksyms' AND last = 1 ORDER BY seq DESC LIMIT 1", -1, &st,
-			       NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, boot);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			stream = sqlite3_column_int64(st, 0);
-			gen = sqlite3_column_int64(st, 1);
-		}
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	/* Chunks 0..last, all of them: a snapshot with a hole would blame the missing
-	 * lines' addresses on the symbol before them. */
-	if (gen >= 0 &&
-	    sqlite3_prepare_v2(db, "SELECT chunk, text FROM texts WHERE boot = ? AND"
-			       " kind = 'ksyms' AND stream = ? AND generation = ? AND chunk <="
-			       " (SELECT chunk FROM texts WHERE boot = ?1 AND kind = 'ksyms' AND"
-			       " stream = ?2 AND generation = ?3 AND last = 1) ORDER BY chunk", -1,
-			       &st, NULL) == SQLITE_OK) {
-		int64_t next = 0;
+			       " kind = 'ksyms' AND last = 1 ORDER BY seq DESC", -1, &st,
+			       NULL) != SQLITE_OK)
+		return ha_syms_parse("", 0);
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t stream = sqlite3_column_int64(st, 0), gen = sqlite3_column_int64(st, 1);
+		g_autoptr(GString) snap = g_string_new(NULL);
+		bool complete = load_snapshot(db, boot, stream, gen, snap);
 
-		sqlite3_bind_int64(st, 1, boot);
-		sqlite3_bind_int64(st, 2, stream);
-		sqlite3_bind_int64(st, 3, gen);
-		complete = true;
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			if (sqlite3_column_int64(st, 0) != next++)
-				complete = false;
-			g_string_append_len(text, sqlite3_column_blob(st, 1),
-					    sqlite3_column_bytes(st, 1));
+		if (first) {
+			first = false;
+			if (!complete) {
+				g_printerr("host-agent: boot %" PRId64 ": the kallsyms snapshot misses"
+					   " chunks (lost frames): addresses stay unresolved\n", boot);
+				break;
+			}
+			g_string_append_len(text, snap->str, (gssize)snap->len);
+			for (size_t off = 0; off < snap->len;) {
+				const char *line = snap->str + off;
+				const char *nl = memchr(line, '\n', snap->len - off);
+				size_t n = nl ? (size_t)(nl - line) : snap->len - off;
+				char *m = line_module(line, n);
+
+				off += n + 1;
+				if (m)
+					g_hash_table_add(known, m);
+			}
+		} else if (complete) {
+			add_modules(text, known, snap);
 		}
 	}
 	sqlite3_finalize(st);
-	if (gen >= 0 && !complete) {
-		g_printerr("host-agent: boot %" PRId64 ": the kallsyms snapshot misses chunks"
-			   " (lost frames): addresses stay unresolved\n", boot);
-		g_string_truncate(text, 0);
-	}
 	return ha_syms_parse(text->str, text->len);
 }
 
