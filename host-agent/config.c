@@ -106,7 +106,7 @@ char *ha_config_db_path(const HaConfig *c)
 void ha_config_limits(const HaConfig *c, HaLimits *ret)
 {
 	ha_limits_default(ret);
-	if (c->quota_mb > 0)
+	if (c->quota_mb >= 0)	/* 0: no quota; unset (-1): HA_QUOTA_DEFAULT_MB */
 		ret->quota_bytes = (guint64)c->quota_mb << 20;
 	if (c->max_malformed >= 0)
 		ret->max_malformed = (guint32)c->max_malformed;

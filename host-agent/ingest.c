@@ -14,8 +14,6 @@
 #include "tep.h"
 
 #define FULLSTACK_CACHE_MAX (16u << 20)	/* bytes of ips cached per connection */
-#define HA_MAX_FORMATS	4096u		/* FORMAT frames per connection (libtraceevent
-					 * keeps every event format it parsed) */
 #define LOG_FIRST_N	10u		/* malformed frames logged per connection ... */
 #define LOG_EVERY	1000u		/* ... then one in this many */
 
@@ -53,7 +51,6 @@ struct _HaConn {
 	bool ack_wanted;
 	int64_t cur_epoch;	/* -1 before the stream's first EPOCH */
 	unsigned int hellos;
-	unsigned int formats;
 	bool bye;
 	bool failed;		/* a batch was rolled back: no more commits or ACKs */
 	bool warned_unparsed;
@@ -76,7 +73,7 @@ struct _HaConn {
 void ha_limits_default(HaLimits *l)
 {
 	*l = (HaLimits){
-		.quota_bytes = 0,
+		.quota_bytes = HA_QUOTA_DEFAULT_BYTES,
 		.max_payload = SMP_MAX_PAYLOAD,
 		.max_malformed = 1000,
 		.max_hellos = 16,
@@ -723,7 +720,6 @@ static bool end_session(HaConn *c, GError **error)
 	c->hello = false;
 	c->bye = false;
 	c->cur_epoch = -1;
-	c->formats = 0;
 	c->warned_unparsed = false;
 	c->orphans_saved = 0;
 	return true;
@@ -823,10 +819,11 @@ static bool on_format(HaConn *c, const struct smp_frame *f, GError **error)
 		return true;
 	}
 	name = g_strndup(m.name, m.name_len);
-	if (++c->formats > HA_MAX_FORMATS) {
-		malformed(c, f, "more than %u FORMAT frames on one connection", HA_MAX_FORMATS);
+	/* A name already known keeps its first text, in the parser and in the store
+	 * (libtraceevent cannot replace an event): what is stored per boot is what
+	 * its parser holds, within the parser's budget (tep.h), across sessions. */
+	if (ha_tep_knows(c->tep, name))
 		return true;
-	}
 	if (!ha_tep_add_format(c->tep, name, m.text, m.text_len, &e)) {
 		malformed(c, f, "%s", e->message);
 		return true;

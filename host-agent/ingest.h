@@ -9,7 +9,11 @@
  *
  * Memory per connection is bounded: the proto decoder's one buffer (header + max
  * payload, twice), a per-CPU batch of packed pages that is flushed at
- * HaLimits.batch_bytes, and the pairing state (HA_PAIR_DEPTH events per CPU).
+ * HaLimits.batch_bytes, the pairing state (HA_PAIR_DEPTH events per CPU), the
+ * full-stack cache (16 MiB) and the session's event parser, which holds the boot's
+ * stored formats and whatever the guest adds within tep.h's budget. Per boot, across
+ * sessions and connections, the stored formats are what a parser accepted within that
+ * budget, so a later session's parser is bounded the same way (host-agent/README.md).
  *
  * Durability: frames of a batch are applied in one SQLite transaction; the ACK for
  * them is queued only after ha_store_commit() returned (store.h). A frame is applied
@@ -24,6 +28,10 @@
 #include <stdint.h>
 
 #include "store.h"
+
+/* The disk quota of a domain's store unless configured (--quota-mb; 0: none). */
+#define HA_QUOTA_DEFAULT_MB	1024u
+#define HA_QUOTA_DEFAULT_BYTES	((uint64_t)HA_QUOTA_DEFAULT_MB << 20)
 
 typedef struct {
 	uint64_t quota_bytes;	/* database size limit per domain, 0: none */

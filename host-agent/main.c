@@ -85,8 +85,11 @@ static int serve(HaConfig *cfg, const HaWatch *w, const char *db)
 		qmp = ha_qmp_new(w->qmp, store, cfg->domain);
 		ha_qmp_start(qmp);
 	}
-	g_message("domain %s: storing into %s%s", cfg->domain, db,
-		  lim.quota_bytes ? " (quota set)" : "");
+	if (lim.quota_bytes)
+		g_message("domain %s: storing into %s (disk quota %" G_GUINT64_FORMAT " MiB)",
+			  cfg->domain, db, lim.quota_bytes >> 20);
+	else
+		g_message("domain %s: storing into %s (no disk quota)", cfg->domain, db);
 	g_unix_signal_add(SIGTERM, on_signal, loop);
 	g_unix_signal_add(SIGINT, on_signal, loop);
 	g_main_loop_run(loop);
@@ -263,7 +266,7 @@ int main(int argc, char **argv)
 		{ "config", 0, 0, G_OPTION_ARG_FILENAME, &cfg.config,
 		  "GKeyFile with a [host-agent] group of these long options", "FILE" },
 		{ "quota-mb", 0, 0, G_OPTION_ARG_INT64, &quota_mb,
-		  "Disk quota of the domain's store in MiB (default: none)", "MB" },
+		  "Disk quota of the domain's store in MiB (default: 1024; 0: none)", "MB" },
 		{ "max-malformed", 0, 0, G_OPTION_ARG_INT, &max_malformed,
 		  "Malformed frames per connection before hanging up (default 1000)", "N" },
 		{ "batch-mb", 0, 0, G_OPTION_ARG_INT, &batch_mb,

@@ -37,6 +37,9 @@ struct _HaTep {
 	uint64_t ips[HA_KSTACK_MAX];
 	long missed;
 	GHashTable *names;		/* int id -> "sys/name" (owned) */
+	GHashTable *known;		/* "sys/name" of every text accepted (owned) */
+	uint32_t nr_parsed;		/* texts handed to libtraceevent, accepted or not */
+	size_t parsed_bytes;		/* ... and their bytes: the budget (tep.h) */
 };
 
 HaTep *ha_tep_new(uint32_t page_size, bool big_endian)
@@ -52,6 +55,7 @@ HaTep *ha_tep_new(uint32_t page_size, bool big_endian)
 	tep_set_file_bigendian(t->tep, big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 	t->page = g_malloc0(page_size + PAGE_SLACK);
 	t->names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	t->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	return t;
 }
 
@@ -63,6 +67,7 @@ void ha_tep_free(HaTep *t)
 		kbuffer_free(t->kbuf);
 	tep_free(t->tep);
 	g_hash_table_destroy(t->names);
+	g_hash_table_destroy(t->known);
 	g_free(t->page);
 	g_free(t);
 }
@@ -72,6 +77,137 @@ bool ha_tep_ready(const HaTep *t)
 	return t->have_header && (t->ev_stack_id || t->ev_kstack);
 }
 
+/* "\tfield:DECL;\toffset:N;\tsize:N;\tsigned:N;" with nothing after it: a field line
+ * as 6.1's f_show() and ring_buffer_print_page_header() print it, whole. */
+static bool field_line_ok(const char *l, size_t n)
+{
+	static const char *const keys[] = { "\toffset:", "\tsize:", "\tsigned:" };
+	const char *end = l + n, *p;
+
+	if (n < 7 || memcmp(l, "\tfield:", 7))
+		return false;
+	p = memchr(l + 7, ';', (size_t)(end - l - 7));
+	if (!p || p == l + 7)
+		return false;
+	p++;
+	for (int k = 0; k < 3; k++) {
+		size_t kl = strlen(keys[k]);
+		const char *d;
+
+		if ((size_t)(end - p) < kl || memcmp(p, keys[k], kl))
+			return false;
+		p += kl;
+		if (p < end && *p == '-' && k == 2)
+			p++;
+		d = p;
+		while (p < end && g_ascii_isdigit(*p))
+			p++;
+		if (p == d || p - d > 10 || p >= end || *p != ';')
+			return false;
+		p++;
+	}
+	return p == end;
+}
+
+/*
+ * A print fmt line's value as 6.1 writes one: a string literal, then arguments whose
+ * string and character literals are closed and whose ( ) [ ] { } nest and balance.
+ * libtraceevent 1.7 dereferences NULL on some unbalanced argument lists (a
+ * __print_flags() table cut short), so a text gets there only when this holds.
+ */
+static bool print_fmt_ok(const char *p, size_t n)
+{
+	char stack[64];
+	unsigned int depth = 0;
+	bool first = true;
+
+	if (!n || *p != '"')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = p[i];
+
+		if (ch == '"' || ch == '\'') {
+			for (i++; i < n && p[i] != ch; i++)
+				if (p[i] == '\\')
+					i++;
+			if (i >= n)
+				return false;
+			first = false;
+			continue;
+		}
+		if (first)
+			return false;
+		if (ch == '(' || ch == '[' || ch == '{') {
+			if (depth == sizeof(stack))
+				return false;
+			stack[depth++] = ch == '(' ? ')' : ch == '[' ? ']' : '}';
+		} else if (ch == ')' || ch == ']' || ch == '}') {
+			if (!depth || stack[--depth] != ch)
+				return false;
+		}
+	}
+	return depth == 0;
+}
+
+/*
+ * Is @text a whole event format file of event @event, the way 6.1 writes one? Lines
+ * "name: EVENT", "ID: N", "format:", whole field lines (field_line_ok()) and empty
+ * lines, then a last line "print fmt: ..." ending in a newline. libtraceevent 1.7
+ * accepts texts cut inside a field declaration (and leaks the token it stopped at),
+ * so a text must pass this before it gets there. *ret_fields: its field lines.
+ */
+static bool format_whole(const char *text, size_t len, const char *event, int *ret_fields,
+			 const char **ret_why)
+{
+	size_t off = 0;
+	bool name = false, id = false, format = false;
+	int fields = 0;
+
+	*ret_why = "it does not end with a newline";
+	if (!len || text[len - 1] != '\n')
+		return false;
+	while (off < len) {
+		const char *l = text + off;
+		const char *nl = memchr(l, '\n', len - off);
+		size_t n = (size_t)(nl - l);
+
+		off += n + 1;
+		if (!format) {
+			if (!name && n > 6 && !memcmp(l, "name: ", 6)) {
+				*ret_why = "its name is not the FORMAT frame's";
+				if (n - 6 != strlen(event) || memcmp(l + 6, event, n - 6))
+					return false;
+				name = true;
+			} else if (name && !id && n > 4 && !memcmp(l, "ID: ", 4)) {
+				id = true;
+			} else if (id && n == 7 && !memcmp(l, "format:", 7)) {
+				format = true;
+			} else {
+				*ret_why = "no 'name:', 'ID:' and 'format:' lines at its start";
+				return false;
+			}
+		} else if (n == 0) {
+			continue;
+		} else if (n > 11 && !memcmp(l, "print fmt: ", 11)) {
+			*ret_why = "'print fmt:' is not its last line";
+			if (off != len || !fields)
+				return false;
+			*ret_why = "its print fmt is cut (a literal or a bracket left open)";
+			if (!print_fmt_ok(l + 11, n - 11))
+				return false;
+			*ret_fields = fields;
+			return true;
+		} else if (!field_line_ok(l, n)) {
+			*ret_why = "a field line is cut or malformed";
+			return false;
+		} else {
+			fields++;
+		}
+	}
+	*ret_why = "no 'print fmt:' line at its end";
+	return false;
+}
+
 static bool add_header_page(HaTep *t, const char *text, size_t len, GError **error)
 {
 	g_autofree char *copy = g_strndup(text, len);
@@ -79,6 +215,21 @@ static bool add_header_page(HaTep *t, const char *text, size_t len, GError **err
 
 	if (t->have_header)
 		return true;	/* the layout cannot change within a boot */
+	for (size_t off = 0, n; off < len; off += n + 1) {
+		const char *nl = memchr(text + off, '\n', len - off);
+
+		n = nl ? (size_t)(nl - text - off) : len - off;
+		if (!nl || !field_line_ok(text + off, n)) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "header_page format refused: a field line is cut or malformed");
+			return false;
+		}
+	}
+	if (!strstr(copy, " timestamp;") || !commit || !strstr(copy, " data;")) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "header_page format refused: no timestamp, commit or data field");
+		return false;
+	}
 	/* The commit field's size is the guest's long size (header_page format). */
 	if (commit && strstr(commit, "size:4;") &&
 	    strstr(commit, "size:4;") < strstr(commit, "\n"))
@@ -105,7 +256,14 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 	const char *slash;
 	g_autofree char *sys = NULL;
 	struct tep_event *ev = NULL;
+	int nfields = 0;
 
+	if (len > HA_TEP_TEXT_MAX) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+			    "format of %s: %zu bytes, above the limit of %u", name, len,
+			    HA_TEP_TEXT_MAX);
+		return false;
+	}
 	if (strcmp(name, "header_page") == 0)
 		return add_header_page(t, text, len, error);
 	if (strcmp(name, "header_event") == 0)
@@ -117,13 +275,42 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		return false;
 	}
 	sys = g_strndup(name, slash - name);
-	if (tep_find_event_by_name(t->tep, sys, slash + 1))
+	if (g_hash_table_contains(t->known, name) ||
+	    tep_find_event_by_name(t->tep, sys, slash + 1))
 		return true;	/* already known: libtraceevent cannot replace it */
+	if (t->nr_parsed >= HA_TEP_FORMATS_MAX || t->parsed_bytes + len > HA_TEP_BYTES_MAX) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+			    "format of %s (%zu bytes) over the budget: %u formats of %zu bytes"
+			    " parsed, at most %u of %u bytes, each at most %u", name, len,
+			    t->nr_parsed, t->parsed_bytes, HA_TEP_FORMATS_MAX, HA_TEP_BYTES_MAX,
+			    HA_TEP_TEXT_MAX);
+		return false;
+	}
+	{
+		const char *why = NULL;
+
+		if (!format_whole(text, len, slash + 1, &nfields, &why)) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "format of %s refused: %s", name, why);
+			return false;
+		}
+	}
+	/* libtraceevent keeps (part of) what it parsed even when it refuses it */
+	t->nr_parsed++;
+	t->parsed_bytes += len;
 	if (tep_parse_format(t->tep, &ev, text, len, sys) != TEP_ERRNO__SUCCESS || !ev) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "format of %s refused by libtraceevent", name);
 		return false;
 	}
+	if (ev->format.nr_common + ev->format.nr_fields != nfields ||
+	    g_strcmp0(ev->name, slash + 1)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "format of %s parsed only in part by libtraceevent (%d of %d fields)",
+			    name, ev->format.nr_common + ev->format.nr_fields, nfields);
+		return false;
+	}
+	g_hash_table_add(t->known, g_strdup(name));
 	g_hash_table_replace(t->names, GINT_TO_POINTER(ev->id), g_strdup(name));
 	if (strcmp(name, "ftrace/stack_id") == 0) {
 		struct tep_format_field *f = tep_find_field(ev, "stack_id");
@@ -149,6 +336,18 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		t->f_kcaller = fc;
 	}
 	return true;
+}
+
+bool ha_tep_knows(const HaTep *t, const char *name)
+{
+	if (strcmp(name, "header_page") == 0)
+		return t->have_header;
+	return g_hash_table_contains(t->known, name);
+}
+
+size_t ha_tep_parsed_bytes(const HaTep *t)
+{
+	return t->parsed_bytes;
 }
 
 long ha_tep_missed(const HaTep *t)

@@ -57,13 +57,30 @@ void ha_tep_free(HaTep *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaTep, ha_tep_free)
 
 /*
+ * The budget of one HaTep, whatever a guest sends: libtraceevent's state grows with
+ * every event format it parses (about 2.5 times the text, measured), and keeps part of
+ * a text even when it refuses it. Texts handed to it count, accepted or not.
+ */
+#define HA_TEP_FORMATS_MAX	4096u		/* event formats parsed */
+#define HA_TEP_BYTES_MAX	(8u << 20)	/* their text bytes */
+#define HA_TEP_TEXT_MAX		(64u << 10)	/* one text (6.1's largest: ~4 KiB) */
+
+/*
  * Add one FORMAT text: @name is "header_page", "header_event" (ignored: 6.1 has one
  * layout) or "SYSTEM/EVENT". A later text for an event name already known is ignored
- * with a warning (libtraceevent cannot replace an event). Returns false and sets
- * @error when libtraceevent refuses the text.
+ * (libtraceevent cannot replace an event): true, and ha_tep_knows() said so before.
+ * Returns false and sets @error when the text is not a whole format file of that event
+ * (cut, another event's, fields libtraceevent did not all parse) or over the budget
+ * (G_IO_ERROR_NO_SPACE).
  */
 bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		       GError **error);
+
+/* True when a text for @name was accepted (header_page included). */
+bool ha_tep_knows(const HaTep *t, const char *name);
+
+/* Bytes of event format texts handed to libtraceevent so far (the budget's use). */
+size_t ha_tep_parsed_bytes(const HaTep *t);
 
 /* True once header_page and ftrace/stack_id or ftrace/kernel_stack are known. */
 bool ha_tep_ready(const HaTep *t);

@@ -61,8 +61,6 @@ typedef struct {
 	gint64 gap_at;
 	gint missed;
 	gint gap;
-	gint unseen;
-	gint unread;
 	char *boot_id;
 	gint64 stream_id;
 	gboolean quiet;
@@ -110,7 +108,6 @@ typedef struct {
 	uint64_t bytes_sent;
 	uint64_t resent;
 	unsigned int connections;
-	uint64_t ids_epoch;	/* stack_id events of the current epoch (map successes) */
 } Guest;
 
 /* ---- symbols and stacks --------------------------------------------------------- */
@@ -397,7 +394,6 @@ static void emit_stack(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t pr
 		put_common(d, GF_ID_STACK_ID, flags, preempt, pid);
 		memcpy(d + 8, &id, 4);
 		ring_add(g, cpu, ts, d, sizeof(d));
-		g->ids_epoch++;
 		g_snprintf(key, sizeof(key), "%d:%d", e, k);
 		if (!g_hash_table_contains(g->published, key)) {
 			uint64_t ips[64];
@@ -464,7 +460,6 @@ static void gen_epoch(Guest *g)
 	/* The delta file returns the old epoch's unread entries before the new epoch. */
 	flush_stacks(g);
 	g->epoch++;
-	g->ids_epoch = 0;
 	g->clock += 1000;
 	n = smp_delta_put_epoch(rec, sizeof(rec), (uint64_t)g->epoch, g->clock);
 	push_seq(g, SMP_EPOCH, rec, (size_t)n);
@@ -475,12 +470,11 @@ static void gen_tail(Guest *g)
 {
 	uint8_t buf[SMP_LOST_FIXED + 64 * SMP_LOST_CPU_SIZE];
 	struct smp_lost_cpu cpus[64] = { 0 };
-	struct smp_stat st[5] = {
+	struct smp_stat st[3] = {
 		{ SMP_STAT_MAP_EPOCH, (uint64_t)g->epoch },
 		{ SMP_STAT_AGENT_FRAMES, g->next_seq },
 		{ SMP_STAT_MAP_CAPACITY, 1u << g->o.map_bits },
 	};
-	uint32_t nst = 3;
 	struct smp_lost l = { .nr = (uint32_t)MIN(g->o.cpus, 64),
 			      .agent_dropped_frames = g->dropped_frames,
 			      .agent_dropped_bytes = g->dropped_bytes };
@@ -496,14 +490,7 @@ static void gen_tail(Guest *g)
 	n = smp_lost_encode(&l, cpus, buf, sizeof(buf));
 	g_assert(n > 0);
 	push_seq(g, SMP_LOST, buf, (size_t)n);
-	/* --unseen N: the map handed out N more ids than there are stack_id events (a
-	 * ring-buffer reset); --unread N: N events left in the buffer after the drain */
-	if (g->o.unseen >= 0)
-		st[nst++] = (struct smp_stat){ SMP_STAT_MAP_SUCCESSES,
-					       g->ids_epoch + (uint64_t)g->o.unseen };
-	if (g->o.unread > 0)
-		st[nst++] = (struct smp_stat){ SMP_STAT_RB_UNREAD, (uint64_t)g->o.unread };
-	n = smp_stats_encode(st, nst, buf, sizeof(buf));
+	n = smp_stats_encode(st, 3, buf, sizeof(buf));
 	push_seq(g, SMP_STATS, buf, (size_t)n);
 	if (!g->o.no_bye) {
 		n = smp_bye_encode(SMP_BYE_SHUTDOWN, buf, sizeof(buf));
@@ -891,6 +878,56 @@ static bool hostile(Guest *g)
 				return false;
 		return true;
 	}
+	if (strcmp(m, "format-flood") == 0) {
+		/*
+		 * What a guest can make the host hold in event formats (issue 21): in
+		 * three sessions (a HELLO again on this connection, then a new stream of
+		 * the same boot), as many ~60 KiB formats of ~1200 fields as the host
+		 * takes, each under a new event name, and as many texts cut inside a
+		 * field declaration (those leaked in libtraceevent 1.7). The host refuses
+		 * what is over its budget, counted as malformed. "Hung up": the host
+		 * acknowledged everything or closed the connection.
+		 */
+		g_autoptr(GString) txt = g_string_new(NULL);
+		struct smp_hello h;
+
+		smp_hello_decode(&h, hello, hlen);
+		for (unsigned int sess = 0; sess < 3; sess++) {
+			if (sess) {
+				h.stream_id += sess == 2;
+				n = smp_hello_encode(&h, buf + SMP_HDR_SIZE, SMP_MAX_PAYLOAD);
+				n = smp_frame_seal(buf, SMP_HELLO, 0, 0, (uint32_t)n);
+				if (!write_all(g, buf, (size_t)n) || !read_host(g, true, &resume))
+					return true;
+				seq = resume;
+			}
+			for (unsigned int i = 0; i < 2 * 160; i++) {
+				g_autofree char *name = g_strdup_printf("flood/e%u_%u", sess, i);
+				struct smp_format fm = { .name = name, .name_len = (uint16_t)strlen(name) };
+
+				g_string_printf(txt, "name: e%u_%u\nID: %u\nformat:\n", sess, i,
+						2000 + sess * 1000 + i);
+				for (unsigned int k = 0; txt->len < 60000; k++)
+					g_string_append_printf(txt, "\tfield:int field_%u;\toffset:%u;"
+							       "\tsize:4;\tsigned:1;\n", k, 8 + 4 * k);
+				g_string_append(txt, "\nprint fmt: \"%d\", REC->field_0\n");
+				fm.text = txt->str;
+				fm.text_len = txt->len;
+				if (i % 2)	/* cut inside the last field declaration */
+					fm.text_len = (size_t)(strstr(txt->str, "\nprint fmt") - txt->str) - 20;
+				n = smp_format_encode(&fm, buf + SMP_HDR_SIZE, SMP_MAX_PAYLOAD);
+				n = smp_frame_seal(buf, SMP_FORMAT, 0, seq++, (uint32_t)n);
+				if (!write_all(g, buf, (size_t)n))
+					return true;
+				if (!read_host(g, false, NULL))
+					return true;
+			}
+		}
+		while (g->acked < seq - 1)
+			if (!read_host(g, true, NULL))
+				return true;
+		return true;
+	}
 	if (strcmp(m, "tiny-stacks") == 0) {
 		/* EPOCH, then an endless flood of depth-1 stacks in new epochs. */
 		for (uint64_t e = 0;; e++) {
@@ -991,13 +1028,9 @@ int main(int argc, char **argv)
 		{ "gap", 0, 0, G_OPTION_ARG_INT, &o->gap, "How many (default 0)", "N" },
 		{ "missed", 0, 0, G_OPTION_ARG_INT, &o->missed,
 		  "Flag one page as having lost N events before it (RB_MISSED_*)", "N" },
-		{ "unseen", 0, 0, G_OPTION_ARG_INT, &o->unseen,
-		  "STATS: map successes N above the last epoch's stack_id events (-1: none)", "N" },
-		{ "unread", 0, 0, G_OPTION_ARG_INT, &o->unread,
-		  "STATS: N events left unread in the ring buffer (RB_UNREAD)", "N" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
-		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict", "MODE" },
+		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood", "MODE" },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No summary", NULL },
 		G_OPTION_ENTRY_NULL,
 	};
@@ -1011,7 +1044,6 @@ int main(int argc, char **argv)
 	o->map_bits = 14;
 	o->seed = 1;
 	o->window_mb = 256;
-	o->unseen = -1;
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (!g_option_context_parse(ctx, &argc, &argv, &e)) {
 		g_printerr("synth-guest: %s\n", e->message);
