@@ -45,7 +45,7 @@ lv_dump() {
 	local d
 	for d in "${DOMAINS[@]+"${DOMAINS[@]}"}"; do
 		echo "--- console of $d" >&2
-		tail -n 30 "$W/console-$d.log" 2> /dev/null >&2 || true
+		tail -n 30 "$W/console-$d.log" >&2 2> /dev/null || true
 	done
 	for d in "$W"/agent-*.log; do
 		[ -f "$d" ] || continue
