@@ -9,28 +9,92 @@ typedef struct {
 	uint64_t addr;
 	const char *name;	/* into HaSyms.strings */
 	const char *module;	/* NULL for vmlinux */
+	uint32_t pos;		/* line in the snapshot */
+	uint8_t rank;		/* vmlinux: scripts/kallsyms.c order among aliases */
 } Sym;
 
+/* One address as the kernel names it: the first of its aliases, and the size %pS
+ * prints (up to the next address of the same region, 0 when unknown). */
+typedef struct {
+	uint64_t addr;
+	uint64_t size;
+	const char *name;
+	const char *module;
+} Addr;
+
 struct _HaSyms {
-	GArray *syms;		/* Sym, sorted by addr */
+	GArray *addrs;		/* Addr, sorted by addr, one per address */
+	guint nr_syms;		/* symbols parsed, aliases included */
 	GStringChunk *strings;
 	HaDwarf *dwarf;		/* borrowed, may be NULL */
 	int64_t slide;
 };
 
+/* linux-6.1 scripts/kallsyms.c may_be_linker_script_provide_symbol(): __start_X,
+ * __stop_X, __end_X, __X_start, __X_end. */
+static bool linker_provided(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (len < 8 || n[0] != '_' || n[1] != '_')
+		return false;
+	return !strncmp(n + 2, "start_", 6) || !strncmp(n + 2, "stop_", 5) ||
+	       !strncmp(n + 2, "end_", 4) || !strcmp(n + len - 6, "_start") ||
+	       !strcmp(n + len - 4, "_end");
+}
+
+/*
+ * The order scripts/kallsyms.c compare_symbols() gives symbols at one address (weak
+ * last, then linker-script symbols such as __sched_text_start, then more leading
+ * underscores; nm's order otherwise), packed so that a lower rank sorts first.
+ */
+static uint8_t kallsyms_rank(char type, const char *name)
+{
+	size_t us = strspn(name, "_");
+
+	return (uint8_t)((type == 'w' || type == 'W') << 7 | linker_provided(name) << 6 |
+			 MIN(us, 63));
+}
+
 static gint sym_cmp(gconstpointer a, gconstpointer b)
 {
 	const Sym *x = a, *y = b;
 
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Keep the first symbol of each address; size up to the next address, if it is in
+ * the same region (vmlinux, or the same module). */
+static void build_addrs(HaSyms *s, GArray *syms)
+{
+	const Sym *v = (const Sym *)syms->data;
+
+	for (guint i = 0; i < syms->len; i++) {
+		Addr a = { .addr = v[i].addr, .name = v[i].name, .module = v[i].module };
+		guint j = i + 1;
+
+		if (i && v[i - 1].addr == v[i].addr)
+			continue;
+		while (j < syms->len && v[j].addr == v[i].addr)
+			j++;
+		if (j < syms->len && v[j].module == v[i].module)
+			a.size = v[j].addr - v[i].addr;
+		g_array_append_val(s->addrs, a);
+	}
 }
 
 HaSyms *ha_syms_parse(const char *text, size_t len)
 {
 	HaSyms *s = g_new0(HaSyms, 1);
+	g_autoptr(GArray) syms = g_array_new(FALSE, FALSE, sizeof(Sym));
 	size_t off = 0;
+	uint32_t pos = 0;
 
-	s->syms = g_array_new(FALSE, FALSE, sizeof(Sym));
+	s->addrs = g_array_new(FALSE, FALSE, sizeof(Addr));
 	s->strings = g_string_chunk_new(64 * 1024);
 	while (off < len) {
 		const char *line = text + off;
@@ -38,7 +102,7 @@ HaSyms *ha_syms_parse(const char *text, size_t len)
 		size_t n = nl ? (size_t)(nl - line) : len - off;
 		g_autofree char *copy = g_strndup(line, n);
 		char **f = NULL;
-		Sym sym = { 0 };
+		Sym sym = { .pos = pos++ };
 		char *end;
 
 		off += n + 1;
@@ -51,7 +115,9 @@ HaSyms *ha_syms_parse(const char *text, size_t len)
 			for (int i = 0; f[i] && k < 4; i++)
 				if (*f[i])
 					tok[k++] = f[i];
-			if (k >= 3 && strchr("tTwW", tok[1][0])) {
+			/* Every type: the kernel's lookup does not look at it either (with
+			 * KALLSYMS_ALL a data symbol ends the text symbol before it). */
+			if (k >= 3 && tok[1][1] == '\0' && g_ascii_isalpha(tok[1][0])) {
 				sym.addr = g_ascii_strtoull(tok[0], &end, 16);
 				if (*end == '\0' && sym.addr) {
 					sym.name = g_string_chunk_insert_const(s->strings, tok[2]);
@@ -60,8 +126,10 @@ HaSyms *ha_syms_parse(const char *text, size_t len)
 							strcspn(tok[3] + 1, "]"));
 
 						sym.module = g_string_chunk_insert_const(s->strings, m);
+					} else {
+						sym.rank = kallsyms_rank(tok[1][0], sym.name);
 					}
-					g_array_append_val(s->syms, sym);
+					g_array_append_val(syms, sym);
 				}
 			}
 		}
@@ -69,8 +137,13 @@ HaSyms *ha_syms_parse(const char *text, size_t len)
 	}
 	/* g_array_sort(), not qsort(): with no symbol (a boot without a complete
 	 * kallsyms snapshot) the array's data is NULL, and qsort(NULL, 0, ...) is
-	 * undefined behaviour. */
-	g_array_sort(s->syms, sym_cmp);
+	 * undefined behaviour. Interned module names: equal pointers for equal
+	 * names. Module symbols keep their snapshot order among aliases
+	 * (kernel/module/kallsyms.c takes the first in the module's symtab, which is
+	 * the order /proc/kallsyms lists them in). */
+	g_array_sort(syms, sym_cmp);
+	s->nr_syms = syms->len;
+	build_addrs(s, syms);
 	return s;
 }
 
@@ -78,7 +151,7 @@ void ha_syms_free(HaSyms *s)
 {
 	if (!s)
 		return;
-	g_array_unref(s->syms);
+	g_array_unref(s->addrs);
 	g_string_chunk_free(s->strings);
 	g_free(s);
 }
@@ -86,16 +159,16 @@ void ha_syms_free(HaSyms *s)
 void ha_syms_foreach(const HaSyms *s, void (*fn)(uint64_t addr, const char *name,
 						const char *module, void *user), void *user)
 {
-	for (guint i = 0; i < s->syms->len; i++) {
-		const Sym *y = &g_array_index(s->syms, Sym, i);
+	for (guint i = 0; i < s->addrs->len; i++) {
+		const Addr *a = &g_array_index(s->addrs, Addr, i);
 
-		fn(y->addr, y->name, y->module, user);
+		fn(a->addr, a->name, a->module, user);
 	}
 }
 
 guint ha_syms_count(const HaSyms *s)
 {
-	return s->syms->len;
+	return s->nr_syms;
 }
 
 /* Chunks 0..last of one snapshot, all of them, appended to @out: false if one is
@@ -220,13 +293,12 @@ HaSyms *ha_syms_load(HaStore *store, int64_t boot)
 	return ha_syms_parse(text->str, text->len);
 }
 
-char *ha_syms_format(const HaSyms *s, uint64_t ip)
+/* The address's entry, or NULL when no symbol of its region covers it. */
+static const Addr *lookup(const HaSyms *s, uint64_t ip)
 {
-	const Sym *v = (const Sym *)s->syms->data;
-	guint lo = 0, hi = s->syms->len;
+	const Addr *v = (const Addr *)s->addrs->data;
+	guint lo = 0, hi = s->addrs->len;
 
-	if (ip == 0x7fffffff)
-		return g_strdup("[ftrace trampoline]");
 	while (lo < hi) {
 		guint mid = lo + (hi - lo) / 2;
 
@@ -236,13 +308,40 @@ char *ha_syms_format(const HaSyms *s, uint64_t ip)
 			hi = mid;
 	}
 	if (lo == 0 || ip - v[lo - 1].addr >= HA_SYM_MAX_SIZE)
-		return g_strdup_printf("0x%016" PRIx64, ip);
-	if (v[lo - 1].module)
-		return g_strdup_printf("%s+0x%" PRIx64 " [%s]", v[lo - 1].name,
-				       ip - v[lo - 1].addr, v[lo - 1].module);
-	return g_strdup_printf("%s+0x%" PRIx64, v[lo - 1].name, ip - v[lo - 1].addr);
+		return NULL;
+	return &v[lo - 1];
 }
 
+const char *ha_syms_name(const HaSyms *s, uint64_t ip, uint64_t *ret_off)
+{
+	const Addr *a = lookup(s, ip);
+
+	if (!a)
+		return NULL;
+	if (ret_off)
+		*ret_off = ip - a->addr;
+	return a->name;
+}
+
+char *ha_syms_format(const HaSyms *s, uint64_t ip)
+{
+	const Addr *a;
+	GString *o;
+
+	if (ip == 0x7fffffff)
+		return g_strdup("[ftrace trampoline]");
+	a = lookup(s, ip);
+	if (!a)
+		return g_strdup_printf("0x%016" PRIx64, ip);
+	/* lib/vsprintf.c %pS: name+0xoff/0xsize [module] */
+	o = g_string_new(a->name);
+	g_string_append_printf(o, "+0x%" PRIx64, ip - a->addr);
+	if (a->size)
+		g_string_append_printf(o, "/0x%" PRIx64, a->size);
+	if (a->module)
+		g_string_append_printf(o, " [%s]", a->module);
+	return g_string_free(o, FALSE);
+}
 void ha_syms_set_dwarf(HaSyms *s, HaDwarf *d, int64_t slide)
 {
 	s->dwarf = d;

@@ -14,28 +14,33 @@ static const char ksyms[] =
 	"ffffffff81000300 D some_data\n"
 	"garbage line\n"
 	"0000000000000000 T hidden_by_kptr_restrict\n"
-	"ffffffffc0000000 t mod_fn\t[mymod]\n";
+	"ffffffffc0000000 t mod_fn\t[mymod]\n"
+	"ffffffffc0000040 t mod_fn2\t[mymod]\n";
 
 static void test_syms(void)
 {
 	HaSyms *s = ha_syms_parse(ksyms, sizeof(ksyms) - 1);
 	char *f;
 
-	CHECK(ha_syms_count(s) == 4, "4 text symbols (%u)", ha_syms_count(s));
+	CHECK(ha_syms_count(s) == 6, "6 symbols (%u)", ha_syms_count(s));
 	f = ha_syms_format(s, 0xffffffff81000123ull);
-	CHECK(!strcmp(f, "first_fn+0x23"), "%s", f);
+	CHECK(!strcmp(f, "first_fn+0x23/0x100"), "%s", f);
 	g_free(f);
+	/* the kernel's lookup does not skip data symbols (KALLSYMS_ALL) */
 	f = ha_syms_format(s, 0xffffffff81000310ull);
-	CHECK(!strcmp(f, "second_fn+0x110"), "data symbols skipped: %s", f);
+	CHECK(!strcmp(f, "some_data+0x10"), "data symbols count, last has no size: %s", f);
+	g_free(f);
+	f = ha_syms_format(s, 0xffffffff810002f0ull);
+	CHECK(!strcmp(f, "second_fn+0xf0/0x100"), "sized up to a data symbol: %s", f);
 	g_free(f);
 	f = ha_syms_format(s, 0xffffffffc0000010ull);
-	CHECK(!strcmp(f, "mod_fn+0x10 [mymod]"), "%s", f);
+	CHECK(!strcmp(f, "mod_fn+0x10/0x40 [mymod]"), "%s", f);
 	g_free(f);
 	f = ha_syms_format(s, 0xffffffff80000000ull);
 	CHECK(!strcmp(f, "0xffffffff80000000"), "below all symbols: %s", f);
 	g_free(f);
-	f = ha_syms_format(s, 0xffffffffc0000000ull + HA_SYM_MAX_SIZE);
-	CHECK(!strcmp(f, "0xffffffffc0100000"), "far past the last symbol: %s", f);
+	f = ha_syms_format(s, 0xffffffffc0000040ull + HA_SYM_MAX_SIZE);
+	CHECK(!strcmp(f, "0xffffffffc0100040"), "far past the last symbol: %s", f);
 	g_free(f);
 	ha_syms_free(s);
 
@@ -49,6 +54,95 @@ static void test_syms(void)
 	ha_syms_free(s);
 	s = ha_syms_parse("garbage\n", 8);
 	CHECK(ha_syms_count(s) == 0, "no text symbol: no symbols");
+	ha_syms_free(s);
+}
+
+/*
+ * Aliases at one address, listed the way a linux-6.1 x86_64 /proc/kallsyms lists them
+ * (System.map of the guest kernel: nm -n order, which sorts aliases by name). The
+ * kernel's %pS names each address by the first of its kallsyms table after
+ * scripts/kallsyms.c's ranking: section markers and other linker-script symbols after
+ * functions, weak symbols last, fewer leading underscores first, else nm's order.
+ */
+static void count_cb(uint64_t addr, const char *name, const char *module, void *user)
+{
+	(void)addr;
+	(void)name;
+	(void)module;
+	(*(guint *)user)++;
+}
+
+static const char aliases[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000000 T _text\n"
+	"ffffffff81000000 T startup_64\n"
+	"ffffffff81100000 T __sched_text_start\n"
+	"ffffffff81100000 t __schedule\n"
+	"ffffffff81100900 T __cpuidle_text_start\n"
+	"ffffffff81100900 T default_idle\n"
+	"ffffffff81100900 T native_safe_halt\n"
+	"ffffffff81101000 T __lock_text_start\n"
+	"ffffffff81101000 T _raw_spin_lock\n"
+	"ffffffff81102000 T __do_sys_rt_sigreturn\n"
+	"ffffffff81102000 T __x64_sys_rt_sigreturn\n"
+	"ffffffff81103000 W arch_weak_fn\n"
+	"ffffffff81103000 T __strong_fn\n"
+	"ffffffff81104000 T __irqentry_text_end\n"
+	"ffffffff81104000 T __softirqentry_text_start\n"
+	"ffffffff81104000 T __do_softirq\n"
+	"ffffffff81105000 T _etext\n"
+	"ffffffffc0000000 t zeta_fn\t[m1]\n"
+	"ffffffffc0000000 t alpha_fn\t[m1]\n"
+	"ffffffffc0000100 t m1_next\t[m1]\n";
+
+static void check_name(HaSyms *s, uint64_t ip, const char *want, const char *what)
+{
+	char *f = ha_syms_format(s, ip);
+
+	CHECK(!strcmp(f, want), "%s: %s, want %s", what, f, want);
+	g_free(f);
+}
+
+static void test_aliases(void)
+{
+	HaSyms *s = ha_syms_parse(aliases, sizeof(aliases) - 1);
+	/* the same table in another order names every address the same way */
+	GString *rev = g_string_new(NULL);
+	char **lines = g_strsplit(aliases, "\n", 0);
+	guint n = g_strv_length(lines);
+	HaSyms *r;
+
+	check_name(s, 0xffffffff81000010ull, "startup_64+0x10/0x100000", "_stext, _text");
+	check_name(s, 0xffffffff811002e1ull, "__schedule+0x2e1/0x900", "__sched_text_start");
+	check_name(s, 0xffffffff81100904ull, "default_idle+0x4/0x700",
+		   "__cpuidle_text_start; nm order among equals");
+	check_name(s, 0xffffffff81101010ull, "_raw_spin_lock+0x10/0x1000", "__lock_text_start");
+	check_name(s, 0xffffffff81102020ull, "__do_sys_rt_sigreturn+0x20/0x1000",
+		   "__x64_sys_ alias");
+	check_name(s, 0xffffffff81103000ull, "__strong_fn+0x0/0x1000", "weak last");
+	check_name(s, 0xffffffff81104008ull, "__do_softirq+0x8/0x1000", "two markers");
+	check_name(s, 0xffffffffc0000008ull, "zeta_fn+0x8/0x100 [m1]",
+		   "module: the first in its symtab");
+	for (guint i = n; i-- > 0;)
+		if (*lines[i] && !strstr(lines[i], "[m1]"))
+			g_string_append_printf(rev, "%s\n", lines[i]);
+	for (guint i = 0; i < n; i++)
+		if (strstr(lines[i], "[m1]"))
+			g_string_append_printf(rev, "%s\n", lines[i]);
+	r = ha_syms_parse(rev->str, rev->len);
+	check_name(r, 0xffffffff811002e1ull, "__schedule+0x2e1/0x900", "reversed: __schedule");
+	check_name(r, 0xffffffff81101010ull, "_raw_spin_lock+0x10/0x1000",
+		   "reversed: _raw_spin_lock");
+	check_name(r, 0xffffffff81103000ull, "__strong_fn+0x0/0x1000", "reversed: weak last");
+	{
+		guint cnt = 0;
+
+		ha_syms_foreach(s, count_cb, &cnt);
+		CHECK(cnt == 10, "foreach: one name per address (%u)", cnt);
+	}
+	g_strfreev(lines);
+	g_string_free(rev, TRUE);
+	ha_syms_free(r);
 	ha_syms_free(s);
 }
 
@@ -119,6 +213,7 @@ static void test_dwarf(const char *fixture)
 int main(int argc, char **argv)
 {
 	test_syms();
+	test_aliases();
 	test_chunk();
 	if (argc > 1)
 		test_dwarf(argv[1]);
