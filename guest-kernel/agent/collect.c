@@ -159,13 +159,19 @@ int agent_send_metadata(struct agent *a, bool regen)
 	}
 	if (tracefs_enabled_events(a->tracefs, &enabled, &nr) == 0)
 		send_formats_of(a, enabled, nr);
-	send_ksyms(a);
+	/*
+	 * The module list first: it is what modules_rescan() compares with, so a
+	 * module loaded while kallsyms is read shows up as a change there and gets
+	 * its KSYMS. Read after kallsyms, it would already list that module while
+	 * the KSYMS sent lacks its symbols, and no rescan would ever send them.
+	 */
 	if (read_text(a->o.procfs, "modules", KALLSYMS_MAX, &mods, &len) < 0) {
 		mods = strdup("");
 		if (!mods)
 			return -ENOMEM;
 		len = 0;
 	}
+	send_ksyms(a);
 	send_modules(a, mods, len);
 	free(a->modules);
 	a->modules = mods;
