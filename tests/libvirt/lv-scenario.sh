@@ -1,8 +1,8 @@
 #!/bin/sh
 # Guest scenario of the libvirt tests (run by /init as stackmap.scenario=lv).
 # stackmap.lv=crash|idle|poweroff: after stackmap.lv_seconds of slab work, crash on
-# purpose (sysrq-c: pvpanic tells the host), keep running until the host stops the
-# domain, or kill the agent (no BYE) and power off.
+# purpose once the host has the stream (sysrq-c: pvpanic tells the host), keep
+# running until the host stops the domain, or kill the agent (no BYE) and power off.
 # stackmap-guestd retries until the port shows up (a hot-plugged channel).
 mode=idle
 seconds=5
@@ -13,8 +13,10 @@ for arg in $(cat /proc/cmdline); do
 	esac
 done
 say() { echo "STACKMAP-LV: $*"; }
-/stackmap-guestd --exclude-self &
+# Its messages go to a file (read below) and on to the console.
+/stackmap-guestd --exclude-self 2> /tmp/guestd.log &
 guestd=$!
+tail -f /tmp/guestd.log &
 say "guestd started, mode $mode"
 end=$(($(date +%s) + seconds))
 while [ "$(date +%s)" -lt "$end" ]; do
@@ -22,6 +24,12 @@ while [ "$(date +%s)" -lt "$end" ]; do
 done
 say "workload done"
 if [ "$mode" = crash ]; then
+	# Not before the host has the stream: a slow host (TCG on a busy machine) can
+	# take longer than the workload to connect, and a crash before HELLO records
+	# no boot at all. The host side's wait bounds this one.
+	while ! grep -q "host WELCOME" /tmp/guestd.log; do
+		sleep 1
+	done
 	say "crashing on purpose (sysrq-c)"
 	sleep 2
 	echo c > /proc/sysrq-trigger
