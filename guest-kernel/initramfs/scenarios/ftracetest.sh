@@ -5,6 +5,12 @@
 tests=$(param tests test.d/ftrace | tr , ' ')
 cd /selftests/ftrace || fail "no /selftests/ftrace"
 say "FTRACETEST $tests"
+# The options the run starts with (trace_options= on the command line).
+for o in stackmap stacktrace; do
+	if [ -f $T/options/$o ]; then
+		say "FTRACETEST-OPTION $o=$(cat $T/options/$o)"
+	fi
+done
 # -v prints the log of every case that did not pass. Through a pipe, not
 # the console: ftracetest colours its output on a tty.
 ./ftracetest -v -l /tmp/ftracetest-logs $tests 2>&1 | cat
