@@ -16,6 +16,10 @@ Tests:
   ftrace-regression  every test.d/ftrace selftest that passed on the
                      unpatched kernel (ftrace-baseline-unpatched.txt) still
                      passes on the patched one
+  trigger-regression every test.d/trigger selftest that passes on the
+                     unpatched kernel also passes on the patched one, with
+                     the stackmap off and with trace_options=stackmap,stacktrace
+                     (all three run here)
   boot-activation    trace_options=stackmap,stacktrace on the command line
   deep-stack         stacks deeper than 64 frames are recorded in full
   stackmap-bin       the seed's stackmap_dump.py parses the guest's
@@ -162,9 +166,17 @@ def summary(res):
     return ', '.join('%s %d' % (k, counts[k]) for k in RESULTS if k in counts)
 
 
-def run_ftracetest(kout, workdir, tests, tag):
+def run_ftracetest(kout, workdir, tests, tag, append=(), options=None,
+                   timeout=900):
+    """Run ftracetest on TESTS; OPTIONS, if given, is {option: '0'/'1'}
+    the run must start with (the guest reports options/NAME first)."""
     run = boot(kout, workdir, 'ftracetest',
-               append=['stackmap.tests=' + ','.join(tests)], tag=tag)
+               append=['stackmap.tests=' + ','.join(tests)] + list(append),
+               timeout=timeout, tag=tag)
+    for o, v in (options or {}).items():
+        check(run.has('FTRACETEST-OPTION %s=%s' % (o, v)),
+              'ftracetest did not start with options/%s=%s (console: %s)'
+              % (o, v, run.console_path))
     check(run.has('FTRACETEST-DONE'), 'ftracetest did not finish')
     res = ftracetest_results(run)
     check(res, 'no ftracetest results on the console')
@@ -225,6 +237,49 @@ def t_ftrace_regression(workdir):
     new = {d: r for d, r in res.items() if 'stackmap' in d and d not in seed}
     check(all(r == 'PASS' for r in new.values()),
           'later stackmap tests in test.d/ftrace: %s' % new)
+
+
+# test.d/trigger three times: unpatched, patched with the stackmap off, and
+# patched with trace_options=stackmap,stacktrace (issue 24). The global
+# clock as in boot-activation: under TCG, 6.1 switches to it at
+# late_initcall otherwise, and that resets the ring buffer.
+TRIGGER_RUNS = [
+    ('unpatched', True, [], {'stacktrace': '0'}),
+    ('patched, stackmap off', False, [], {'stackmap': '0', 'stacktrace': '0'}),
+    ('patched, stackmap on', False, ['trace_options=stackmap,stacktrace'],
+     {'stackmap': '1', 'stacktrace': '1'}),
+]
+STACKTRACE_TRIGGER = 'event trigger - test stacktrace-trigger'
+
+
+def t_trigger_regression(workdir):
+    """Every test.d/trigger test that passes on the unpatched kernel passes
+    on the patched one, with the stackmap off and on."""
+    kouts = {True: build_kernel(unpatched=True), False: build_kernel()}
+    results = []
+    for name, unpatched, append, options in TRIGGER_RUNS:
+        log('--- test.d/trigger, %s' % name)
+        tag = 'trigger-' + name.replace(', ', '-').replace(' ', '-')
+        res = run_ftracetest(kouts[unpatched], workdir, ['test.d/trigger'], tag,
+                             append=['trace_clock=global'] + append,
+                             options=options, timeout=2400)
+        results.append((name, res))
+    log('| kernel | %s |' % ' | '.join(r.lower() for r in RESULTS))
+    for name, res in results:
+        n = [sum(1 for r in res.values() if r == k) for k in RESULTS]
+        log('| %s | %s |' % (name, ' | '.join(str(c) for c in n)))
+    base = results[0][1]
+    passed = [d for d, r in base.items() if r == 'PASS']
+    check(STACKTRACE_TRIGGER in passed,
+          'the unpatched kernel does not pass "%s": %s'
+          % (STACKTRACE_TRIGGER, base.get(STACKTRACE_TRIGGER, 'missing')))
+    bad = []
+    for name, res in results[1:]:
+        bad += ['%s: %s -> %s' % (name, d, res.get(d, 'missing'))
+                for d in passed if res.get(d) != 'PASS']
+    check(not bad, 'passed unpatched, not patched: %s' % bad)
+    log('all %d tests that pass unpatched pass patched, stackmap off and on'
+        % len(passed))
 
 
 def t_record_baseline(workdir):
@@ -393,6 +448,7 @@ TESTS = {
     'build-kernel': t_build_kernel,
     'seed-selftests': t_seed_selftests,
     'ftrace-regression': t_ftrace_regression,
+    'trigger-regression': t_trigger_regression,
     'boot-activation': t_boot_activation,
     'deep-stack': t_deep_stack,
     'stackmap-bin': t_stackmap_bin,
