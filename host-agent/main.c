@@ -18,6 +18,7 @@
 
 #include "attach.h"
 #include "config.h"
+#include "export-tracedat.h"
 #ifdef HA_HAVE_LIBVIRT
 #include "fleet.h"
 #endif
@@ -232,13 +233,61 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 	return 0;
 }
 
+/* `export trace.dat -o FILE`: a stored boot for trace-cmd and KernelShark. */
+static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
+		      double since, double until, const char *cpus, const char *output)
+{
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaStore) store = NULL;
+	g_autofree char *db = ha_config_db_path(cfg);
+	HaExportStats st;
+	HaExportOpts o = {
+		.boot = boot,
+		.since_ns = since >= 0 ? (int64_t)llround(since * 1e9) : -1,
+		.until_ns = until >= 0 ? (int64_t)llround(until * 1e9) : -1,
+		.cpus = cpus,
+		.output = output,
+		.progress = true,
+	};
+	gint64 t0 = g_get_monotonic_time();
+	double secs;
+
+	if (argc < 1 || strcmp(argv[0], "trace.dat") || !output) {
+		g_printerr("host-agent export: usage: export trace.dat -o FILE [--boot B]"
+			   " [--since S] [--until S] [--cpus LIST]\n");
+		return 2;
+	}
+	if (!g_file_test(db, G_FILE_TEST_EXISTS)) {
+		g_printerr("host-agent export: no store for domain %s (%s)\n", cfg->domain, db);
+		return 1;
+	}
+	store = ha_store_open(db, true, &e);
+	if (!store || !ha_store_exec(store, "BEGIN", &e) ||
+	    !ha_export_tracedat(store, &o, &st, &e)) {
+		g_printerr("host-agent export: %s\n", e->message);
+		return 1;
+	}
+	ha_store_exec(store, "COMMIT", NULL);
+	secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+	g_printerr("host-agent export: %s: %" G_GUINT64_FORMAT " events on %u CPUs (%"
+		   G_GUINT64_FORMAT " stacks from the map, %" G_GUINT64_FORMAT " ids unresolved"
+		   " kept as stack_id, %" G_GUINT64_FORMAT " pages flagged with lost events),"
+		   " %" G_GUINT64_FORMAT " bytes, %.2f s\n", output, st.events, st.nr_cpus,
+		   st.rehydrated, st.unresolved, st.dropped_marks, st.file_bytes, secs);
+	if (st.truncated || st.out_of_order)
+		g_printerr("host-agent export: %" G_GUINT64_FORMAT " stacks cut to fit a page, %"
+			   G_GUINT64_FORMAT " events older than the one before them\n",
+			   st.truncated, st.out_of_order);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	HaConfig cfg;
 	HaWatch watch = { 0 };
 	gboolean version = FALSE, json = FALSE;
 	bool loaded;
-	char *boot = NULL, *vmlinux = NULL;
+	char *boot = NULL, *vmlinux = NULL, *cpus = NULL, *output = NULL;
 	gint limit = 0, max_malformed = -1, batch_mb = -1;
 	gdouble since = -1, until = -1;
 	gint64 quota_mb = -1;
@@ -283,11 +332,16 @@ int main(int argc, char **argv)
 		  "report events: from this trace-clock time (seconds)", "SECONDS" },
 		{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &until,
 		  "report events: up to this trace-clock time (seconds)", "SECONDS" },
+		{ "cpus", 0, 0, G_OPTION_ARG_STRING, &cpus,
+		  "export: only these CPUs (0,2-3)", "LIST" },
+		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+		  "export: the file to write", "FILE" },
 		{ "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new(
-		"[report boots|top|events|stack ID|folded | attach | detach] - virtio-stackmap"
+		"[report boots|top|events|stack ID|folded | export trace.dat | attach | detach] -"
+		" virtio-stackmap"
 		" host agent");
 	g_autoptr(GError) e = NULL;
 
@@ -325,6 +379,8 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
 		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux, since,
 				until);
+	else if (argc > 1 && strcmp(argv[1], "export") == 0)
+		rc = run_export(&cfg, argc - 2, argv + 2, boot, since, until, cpus, output);
 	else if (argc > 1 && (strcmp(argv[1], "attach") == 0 ||
 			      strcmp(argv[1], "detach") == 0))
 		rc = run_attach(&watch, argv[1][0] == 'a');
@@ -339,5 +395,7 @@ int main(int argc, char **argv)
 	g_free(watch.uri);
 	g_free(boot);
 	g_free(vmlinux);
+	g_free(cpus);
+	g_free(output);
 	return rc;
 }

@@ -1182,3 +1182,8 @@ bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **err
 	ha_store_exec(store, "COMMIT", NULL);
 	return ok;
 }
+
+GArray *ha_report_select_boots(HaStore *store, const char *arg, GError **error)
+{
+	return select_boots(store, arg, error);
+}

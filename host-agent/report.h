@@ -38,4 +38,9 @@ typedef struct {
 /* Append the report to @out. False with @error on a bad argument or store error. */
 bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error);
 
+/* The boots @arg names (as --boot: NULL the newest, "all", a number, a boot_id
+ * prefix): a new array of boots.id (int64_t, g_array_unref), or NULL with @error when
+ * none matches. */
+GArray *ha_report_select_boots(HaStore *store, const char *arg, GError **error);
+
 #endif /* HA_REPORT_H */

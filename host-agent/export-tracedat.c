@@ -1,0 +1,955 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export-tracedat.c - a stored boot as a trace-cmd trace.dat, version 6
+ * (see export-tracedat.h).
+ *
+ * Why this writes the documented format itself rather than through libtracecmd's
+ * output functions: Debian's libtracecmd exports them, but its header declares only
+ * the reader, so using them means declaring private prototypes that may change in any
+ * release; and they take their metadata from a tracefs directory (a live one, or one
+ * faked on disk) and per-CPU data from files of raw pages, while ours come from the
+ * store, page by page, and must be rewritten anyway (stack_id -> kernel_stack). The
+ * v6 layout is small and fixed (trace-cmd.dat.v6(5)); v7 adds sections and optional
+ * compression, which this writer does not need to be read by every 3.x reader.
+ *
+ * Layout written, in order (numbers little-endian, as the guest's pages):
+ *   magic "\x17\x08\x44tracing", "6\0", endian 0, long size 8, page size u32
+ *   "header_page\0" u64 + text, "header_event\0" u64 + text
+ *   u32 count + (u64 + text) of the ftrace/ formats
+ *   u32 systems + (name\0, u32 count, (u64 + text)...) of the other formats
+ *   u32 + kallsyms text, u32 0 (no printk formats), u64 + saved cmdlines (none sent)
+ *   u32 CPU slots, "options  \0", TRACECLOCK and UNAME options, u16 0
+ *   "flyrecord\0", per CPU slot u64 offset + u64 size (filled in last), u64 + the
+ *   trace_clock text, zeros to the next page boundary, then the pages, CPU by CPU.
+ */
+#include "export-tracedat.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chunk.h"
+#include "proto.h"
+#include "report.h"
+#include "tep.h"
+
+#define RB_MISSED_EVENTS	(1ull << 31)	/* 6.1 ring_buffer.c, in the commit word */
+#define RB_MISSED_STORED	(1ull << 30)
+#define RB_MAX_SMALL_DATA	112u		/* 28 * 4: longer data takes a length word */
+#define RB_TIME_EXTEND		30u
+#define RB_DELTA_BITS		27u
+
+/* ---- format texts ----------------------------------------------------------------- */
+
+/*
+ * Offset and size of the field @name in a FORMAT text ("field:TYPE NAME[N];
+ * offset:O; size:S;"). False when absent.
+ */
+static bool fmt_field(const char *text, const char *name, uint32_t *ret_off,
+		      uint32_t *ret_size)
+{
+	size_t nlen = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *f = strstr(l, "field:");
+		const char *semi, *end, *nl = strchr(l, '\n');
+		const char *o, *z;
+
+		if (!f || (nl && f > nl))
+			continue;
+		semi = strchr(f, ';');
+		if (!semi || (nl && semi > nl))
+			continue;
+		end = semi;
+		if (memchr(f, '[', (size_t)(semi - f)))
+			end = memchr(f, '[', (size_t)(semi - f));
+		if ((size_t)(end - f) < nlen + 1 || memcmp(end - nlen, name, nlen) ||
+		    (end[-(long)nlen - 1] != ' ' && end[-(long)nlen - 1] != '\t' &&
+		     end[-(long)nlen - 1] != '*'))
+			continue;
+		o = strstr(semi, "offset:");
+		z = strstr(semi, "size:");
+		if (!o || !z || (nl && (o > nl || z > nl)))
+			return false;
+		*ret_off = (uint32_t)strtoul(o + 7, NULL, 10);
+		*ret_size = (uint32_t)strtoul(z + 5, NULL, 10);
+		return true;
+	}
+	return false;
+}
+
+/* The "ID: N" of a FORMAT text, -1 when absent. */
+static int fmt_id(const char *text)
+{
+	const char *p = strstr(text, "\nID:");
+
+	if (!p && !strncmp(text, "ID:", 3))
+		p = text - 1;
+	return p ? (int)strtol(p + 4, NULL, 10) : -1;
+}
+
+typedef struct {
+	char *name;		/* "header_page", "ftrace/kernel_stack", "kmem/kmalloc" ... */
+	GBytes *text;
+} Format;
+
+static void format_clear(gpointer p)
+{
+	Format *f = p;
+
+	g_free(f->name);
+	g_bytes_unref(f->text);
+}
+
+static int format_cmp(gconstpointer a, gconstpointer b)
+{
+	return strcmp(((const Format *)a)->name, ((const Format *)b)->name);
+}
+
+/* ---- output file ------------------------------------------------------------------- */
+
+typedef struct {
+	FILE *f;
+	const char *path;
+	bool failed;
+	int err;
+} Out;
+
+static void out_put(Out *o, const void *p, size_t n)
+{
+	if (o->failed || !n)
+		return;
+	if (fwrite(p, 1, n, o->f) != n) {
+		o->failed = true;
+		o->err = errno ? errno : EIO;
+	}
+}
+
+static void out_u16(Out *o, uint16_t v)
+{
+	v = GUINT16_TO_LE(v);
+	out_put(o, &v, 2);
+}
+
+static void out_u32(Out *o, uint32_t v)
+{
+	v = GUINT32_TO_LE(v);
+	out_put(o, &v, 4);
+}
+
+static void out_u64(Out *o, uint64_t v)
+{
+	v = GUINT64_TO_LE(v);
+	out_put(o, &v, 8);
+}
+
+static void out_str0(Out *o, const char *s)
+{
+	out_put(o, s, strlen(s) + 1);
+}
+
+static void out_text64(Out *o, GBytes *b)
+{
+	size_t n;
+	const void *p = g_bytes_get_data(b, &n);
+
+	out_u64(o, n);
+	out_put(o, p, n);
+}
+
+static uint64_t out_tell(Out *o)
+{
+	off_t t = ftello(o->f);
+
+	if (t < 0) {
+		o->failed = true;
+		o->err = errno;
+		return 0;
+	}
+	return (uint64_t)t;
+}
+
+/* ---- pages --------------------------------------------------------------------------- */
+
+/* One CPU's output pages, in the guest's 6.1 layout: u64 timestamp, u64 commit (with
+ * the RB_MISSED_* flags), events from @hdr on. */
+typedef struct {
+	Out *out;
+	uint8_t *page;
+	uint32_t psize;
+	uint32_t hdr;		/* offset of the data (header_page's "data" field) */
+	uint32_t used;		/* event bytes on the open page */
+	bool open;
+	uint64_t page_ts;
+	uint64_t last_ts;
+	long missed;		/* of the open page: >0 counted, -1 uncounted, 0 none */
+	long pending;		/* lost before the next event written */
+	uint64_t pages;
+	HaExportStats *stats;
+} PageOut;
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	v = GUINT32_TO_LE(v);
+	memcpy(p, &v, 4);
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	v = GUINT64_TO_LE(v);
+	memcpy(p, &v, 8);
+}
+
+static void page_flush(PageOut *po)
+{
+	uint64_t commit = po->used;
+
+	if (!po->open)
+		return;
+	if (po->missed > 0) {
+		commit |= RB_MISSED_EVENTS | RB_MISSED_STORED;
+		put_le64(po->page + po->hdr + po->used, (uint64_t)po->missed);
+	} else if (po->missed < 0) {
+		commit |= RB_MISSED_EVENTS;
+	}
+	if (po->missed)
+		po->stats->dropped_marks++;
+	put_le64(po->page, po->page_ts);
+	put_le64(po->page + 8, commit);
+	out_put(po->out, po->page, po->psize);
+	memset(po->page, 0, po->psize);
+	po->open = false;
+	po->used = 0;
+	po->missed = 0;
+	po->pages++;
+}
+
+/* Events were lost before the next one written: it starts a page with the flag. */
+static void page_lost(PageOut *po, long n)
+{
+	if (n < 0 || po->pending < 0)
+		po->pending = -1;
+	else
+		po->pending += n;
+}
+
+/* Bytes on the page of an event with @size bytes of data (its header included). */
+static uint32_t event_len(uint32_t size)
+{
+	uint32_t d = (size + 3u) & ~3u;
+
+	return d <= RB_MAX_SMALL_DATA && d ? 4 + d : 8 + d;
+}
+
+/* Room for event data on an empty page. */
+static uint32_t page_room(const PageOut *po)
+{
+	return po->psize - po->hdr - 8;	/* 8: a stored lost-events count */
+}
+
+/*
+ * Append one event (@data, @size: common header first) at @ts. False when it cannot
+ * fit even an empty page (the caller shortens it or skips it).
+ */
+static bool page_emit(PageOut *po, uint64_t ts, const void *data, uint32_t size)
+{
+	uint32_t need = event_len(size), ext = 0, room;
+	uint64_t delta = 0;
+	uint8_t *p;
+
+	if (need > page_room(po))
+		return false;
+	if (po->pending) {
+		page_flush(po);
+		po->missed = po->pending;
+		po->pending = 0;
+	}
+	if (po->open) {
+		if (ts < po->last_ts)
+			po->stats->out_of_order++;
+		else
+			delta = ts - po->last_ts;
+		ext = delta >> RB_DELTA_BITS ? 8 : 0;
+		room = po->psize - po->hdr - po->used - (po->missed > 0 ? 8 : 0);
+		if (need + ext > room)
+			page_flush(po);
+	}
+	if (!po->open) {
+		po->open = true;
+		po->page_ts = ts;
+		po->used = 0;
+		delta = 0;
+		ext = 0;
+	}
+	p = po->page + po->hdr + po->used;
+	if (ext) {
+		put_le32(p, RB_TIME_EXTEND | (uint32_t)(delta & ((1u << RB_DELTA_BITS) - 1)) << 5);
+		put_le32(p + 4, (uint32_t)(delta >> RB_DELTA_BITS));
+		p += 8;
+		po->used += 8;
+		delta = 0;
+	}
+	{
+		uint32_t d = (size + 3u) & ~3u;
+
+		if (d <= RB_MAX_SMALL_DATA && d) {
+			put_le32(p, (d / 4) | (uint32_t)delta << 5);
+			memcpy(p + 4, data, size);
+		} else {
+			put_le32(p, (uint32_t)delta << 5);
+			put_le32(p + 4, d + 4);
+			memcpy(p + 8, data, size);
+		}
+	}
+	po->used += need;
+	po->last_ts = MAX(po->last_ts, ts);
+	po->stats->events++;
+	return true;
+}
+
+/* ---- stacks ------------------------------------------------------------------------ */
+
+typedef struct {
+	int64_t epoch;
+	uint64_t start;
+} Epoch;
+
+typedef struct {
+	HaStore *store;
+	int64_t boot;
+	const HaExportOpts *o;
+	HaExportStats *stats;
+	HaTep *tep;
+	GHashTable *epochs;	/* tag -> GArray of Epoch, oldest first */
+	GHashTable *stacks;	/* epoch << 32 | id -> GBytes of LE u64 ips, or NULL: none */
+	int kstack_id;		/* ftrace/kernel_stack's event id, -1 when unknown */
+	uint32_t ks_size_off;	/* its `size` and `caller` fields */
+	uint32_t ks_caller_off;
+	uint8_t *ev;		/* the kernel_stack event being built (a page) */
+	PageOut po;
+	/* per CPU while walking */
+	bool first_of_page;
+	bool last_kept;		/* the last non-stack event was written */
+	GError *error;
+} Exporter;
+
+static void epochs_free(gpointer p)
+{
+	g_array_unref(p);
+}
+
+static void stack_free(gpointer p)
+{
+	if (p)
+		g_bytes_unref(p);
+}
+
+static bool load_epochs(Exporter *x, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT epoch, tag, start_ts FROM epochs"
+					 " WHERE boot = ? ORDER BY epoch", error);
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, x->boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int tag = sqlite3_column_int(st, 1);
+		GArray *a = g_hash_table_lookup(x->epochs, GINT_TO_POINTER(tag));
+		Epoch e = { sqlite3_column_int64(st, 0),
+			    (uint64_t)sqlite3_column_int64(st, 2) };
+
+		if (!a) {
+			a = g_array_new(FALSE, FALSE, sizeof(Epoch));
+			g_hash_table_insert(x->epochs, GINT_TO_POINTER(tag), a);
+		}
+		g_array_append_val(a, e);
+	}
+	sqlite3_reset(st);
+	return true;
+}
+
+/* The stack of @id at @ts: the newest epoch with its tag started by @ts (report.h).
+ * Borrowed from the cache; NULL when the store has none. */
+static GBytes *lookup_stack(Exporter *x, uint32_t id, uint64_t ts)
+{
+	GArray *a = g_hash_table_lookup(x->epochs, GINT_TO_POINTER(smp_id_tag(id)));
+	int64_t epoch = -1;
+	uint64_t key;
+	gpointer val;
+	sqlite3_stmt *st;
+	GBytes *b = NULL;
+
+	for (guint i = a ? a->len : 0; i-- > 0;) {
+		if (g_array_index(a, Epoch, i).start <= ts) {
+			epoch = g_array_index(a, Epoch, i).epoch;
+			break;
+		}
+	}
+	if (epoch < 0)
+		return NULL;
+	key = (uint64_t)epoch << 32 | id;
+	if (g_hash_table_lookup_extended(x->stacks, &key, NULL, &val))
+		return val;
+	st = ha_store_stmt(x->store, "SELECT ips FROM stacks WHERE boot = ? AND epoch = ?"
+			   " AND stack_id = ?", NULL);
+	if (st) {
+		sqlite3_bind_int64(st, 1, x->boot);
+		sqlite3_bind_int64(st, 2, epoch);
+		sqlite3_bind_int64(st, 3, id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			b = g_bytes_new(sqlite3_column_blob(st, 0),
+					(gsize)sqlite3_column_bytes(st, 0));
+		sqlite3_reset(st);
+	}
+	g_hash_table_insert(x->stacks, g_memdup2(&key, sizeof(key)), b);
+	return b;
+}
+
+/* Write the stack_id event @ev as the kernel_stack event of its stack. */
+static bool emit_rehydrated(Exporter *x, const HaEvent *ev)
+{
+	GBytes *b = x->kstack_id >= 0 ? lookup_stack(x, ev->stack_id, ev->ts) : NULL;
+	size_t bytes;
+	const uint8_t *ips;
+	uint32_t n, max, size;
+	uint16_t type = GUINT16_TO_LE((uint16_t)x->kstack_id);
+
+	if (!b || ev->size < 8) {
+		x->stats->unresolved++;
+		return page_emit(&x->po, ev->ts, ev->data, ev->size);
+	}
+	ips = g_bytes_get_data(b, &bytes);
+	n = (uint32_t)(bytes / 8);
+	max = (page_room(&x->po) - 8 - x->ks_caller_off) / 8;
+	if (n > max) {
+		n = max;
+		x->stats->truncated++;
+	}
+	size = x->ks_caller_off + 8 * n;
+	memset(x->ev, 0, x->ks_caller_off);
+	memcpy(x->ev, ev->data, 8);		/* common_type, flags, preempt, pid */
+	memcpy(x->ev, &type, 2);
+	put_le32(x->ev + x->ks_size_off, n);
+	memcpy(x->ev + x->ks_caller_off, ips, 8 * (size_t)n);
+	x->stats->rehydrated++;
+	return page_emit(&x->po, ev->ts, x->ev, size);
+}
+
+static bool in_range(const HaExportOpts *o, uint64_t ts)
+{
+	return (o->since_ns < 0 || ts >= (uint64_t)o->since_ns) &&
+	       (o->until_ns < 0 || ts <= (uint64_t)o->until_ns);
+}
+
+static void on_event(const HaEvent *ev, void *user)
+{
+	Exporter *x = user;
+	bool keep;
+
+	if (x->first_of_page) {
+		long m = ha_tep_missed(x->tep);
+
+		x->first_of_page = false;
+		if (m)
+			page_lost(&x->po, m);
+	}
+	/* a stack event goes with the event it follows (pair.h): kept when that one is */
+	keep = ev->kind == HA_EV_OTHER ? in_range(x->o, ev->ts) : x->last_kept;
+	if (ev->kind == HA_EV_OTHER)
+		x->last_kept = keep;
+	if (!keep) {
+		if (x->o->since_ns >= 0 && ev->ts < (uint64_t)x->o->since_ns)
+			x->po.pending = 0;	/* lost before the range: not in it */
+		return;
+	}
+	if (ev->kind == HA_EV_STACK_ID ? emit_rehydrated(x, ev)
+				       : page_emit(&x->po, ev->ts, ev->data, ev->size))
+		return;
+	x->stats->truncated++;		/* larger than a page: cannot be written */
+}
+
+/* ---- progress ---------------------------------------------------------------------- */
+
+typedef struct {
+	gint64 start, last;
+	bool shown, on;
+} Progress;
+
+static void progress_tick(Progress *p, uint64_t done, uint64_t total, uint64_t events)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (!p->on || now - p->start < G_USEC_PER_SEC || now - p->last < G_USEC_PER_SEC / 5)
+		return;
+	p->last = now;
+	p->shown = true;
+	g_printerr("\rexport: %" PRIu64 "/%" PRIu64 " chunks, %" PRIu64 " events (%.0f%%)",
+		   done, total, events, total ? 100.0 * (double)done / (double)total : 100.0);
+}
+
+/* ---- the file ---------------------------------------------------------------------- */
+
+static GArray *load_formats(Exporter *x, GError **error)
+{
+	GArray *fs = g_array_new(FALSE, FALSE, sizeof(Format));
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT name, text FROM texts WHERE boot = ?"
+					 " AND kind = 'format' ORDER BY seq", error);
+
+	g_array_set_clear_func(fs, format_clear);
+	if (!st) {
+		g_array_unref(fs);
+		return NULL;
+	}
+	sqlite3_bind_int64(st, 1, x->boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		Format f;
+
+		/* the first text of a name is the one the page walker uses (tep.h) */
+		if (!name || g_hash_table_contains(seen, name))
+			continue;
+		f.name = g_strdup(name);
+		f.text = g_bytes_new(sqlite3_column_blob(st, 1), (gsize)sqlite3_column_bytes(st, 1));
+		g_array_append_val(fs, f);
+		g_hash_table_add(seen, f.name);
+		ha_tep_add_format(x->tep, f.name, g_bytes_get_data(f.text, NULL),
+				  g_bytes_get_size(f.text), NULL);
+	}
+	sqlite3_reset(st);
+	g_array_sort(fs, format_cmp);
+	return fs;
+}
+
+/* A format text as a NUL-terminated string (g_free). */
+static char *format_str(const Format *f)
+{
+	size_t n;
+	const char *p = g_bytes_get_data(f->text, &n);
+
+	return g_strndup(p, n);
+}
+
+static const Format *find_format(GArray *fs, const char *name)
+{
+	for (guint i = 0; i < fs->len; i++)
+		if (!strcmp(g_array_index(fs, Format, i).name, name))
+			return &g_array_index(fs, Format, i);
+	return NULL;
+}
+
+/* The newest complete kallsyms snapshot (as ha_syms_load() picks it), or empty. */
+static GBytes *load_kallsyms(Exporter *x)
+{
+	GString *t = g_string_new(NULL);
+	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT stream, generation FROM texts WHERE"
+					 " boot = ? AND kind = 'ksyms' AND last = 1 ORDER BY"
+					 " seq DESC LIMIT 1", NULL);
+	int64_t stream = -1, gen = -1, next = 0;
+	bool complete = true;
+
+	sqlite3_bind_int64(st, 1, x->boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		stream = sqlite3_column_int64(st, 0);
+		gen = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	if (gen >= 0) {
+		st = ha_store_stmt(x->store, "SELECT chunk, text, last FROM texts WHERE boot = ?"
+				   " AND kind = 'ksyms' AND stream = ? AND generation = ?"
+				   " ORDER BY chunk", NULL);
+		sqlite3_bind_int64(st, 1, x->boot);
+		sqlite3_bind_int64(st, 2, stream);
+		sqlite3_bind_int64(st, 3, gen);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (sqlite3_column_int64(st, 0) != next++)
+				complete = false;
+			g_string_append_len(t, sqlite3_column_blob(st, 1),
+					    sqlite3_column_bytes(st, 1));
+			if (sqlite3_column_int(st, 2))
+				break;
+		}
+		sqlite3_reset(st);
+	}
+	if (!complete) {
+		g_printerr("host-agent export: the kallsyms snapshot misses chunks (lost"
+			   " frames): the file carries none\n");
+		g_string_truncate(t, 0);
+	}
+	return g_string_free_to_bytes(t);
+}
+
+static void write_header(Exporter *x, Out *out, GArray *fs, GBytes *ksyms, uint32_t psize,
+			 uint32_t slots, const char *clock, const char *release)
+{
+	static const uint8_t magic[] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
+	g_autoptr(GPtrArray) systems = g_ptr_array_new_with_free_func(g_free);
+	const Format *hp = find_format(fs, "header_page");
+	const Format *he = find_format(fs, "header_event");
+	guint nftrace = 0;
+	g_autofree char *clk = g_strdup_printf("[%s]\n", clock);
+	g_autofree char *uname = g_strdup_printf("Linux guest %s", release ? release : "?");
+	g_autoptr(GBytes) empty = g_bytes_new_static("", 0);
+	size_t klen;
+	const void *k = g_bytes_get_data(ksyms, &klen);
+
+	(void)x;
+	out_put(out, magic, sizeof(magic));
+	out_str0(out, "6");
+	out_put(out, "\0\010", 2);	/* little endian, 8-byte long */
+	out_u32(out, psize);
+	out_put(out, "header_page", 12);
+	out_text64(out, hp ? hp->text : empty);
+	out_put(out, "header_event", 13);
+	out_text64(out, he ? he->text : empty);
+	for (guint i = 0; i < fs->len; i++)
+		if (g_str_has_prefix(g_array_index(fs, Format, i).name, "ftrace/"))
+			nftrace++;
+	out_u32(out, nftrace);
+	for (guint i = 0; i < fs->len; i++)
+		if (g_str_has_prefix(g_array_index(fs, Format, i).name, "ftrace/"))
+			out_text64(out, g_array_index(fs, Format, i).text);
+	/* the other systems, in name order (fs is sorted) */
+	for (guint i = 0; i < fs->len; i++) {
+		const char *n = g_array_index(fs, Format, i).name;
+		const char *slash = strchr(n, '/');
+		g_autofree char *sys = NULL;
+
+		if (!slash || g_str_has_prefix(n, "ftrace/"))
+			continue;
+		sys = g_strndup(n, (gsize)(slash - n));
+		if (!systems->len || strcmp(systems->pdata[systems->len - 1], sys))
+			g_ptr_array_add(systems, g_steal_pointer(&sys));
+	}
+	out_u32(out, systems->len);
+	for (guint s = 0; s < systems->len; s++) {
+		const char *sys = systems->pdata[s];
+		size_t sl = strlen(sys);
+		uint32_t n = 0;
+
+		for (guint i = 0; i < fs->len; i++) {
+			const char *nm = g_array_index(fs, Format, i).name;
+
+			n += !strncmp(nm, sys, sl) && nm[sl] == '/';
+		}
+		out_str0(out, sys);
+		out_u32(out, n);
+		for (guint i = 0; i < fs->len; i++) {
+			const char *nm = g_array_index(fs, Format, i).name;
+
+			if (!strncmp(nm, sys, sl) && nm[sl] == '/')
+				out_text64(out, g_array_index(fs, Format, i).text);
+		}
+	}
+	out_u32(out, (uint32_t)klen);
+	out_put(out, k, klen);
+	out_u32(out, 0);		/* printk formats: not sent by the guest */
+	out_u64(out, 0);		/* saved cmdlines: not sent by the guest */
+	out_u32(out, slots);
+	out_put(out, "options  ", 10);
+	out_u16(out, 4);		/* TRACECLOCK */
+	out_u32(out, (uint32_t)strlen(clk) + 1);
+	out_str0(out, clk);
+	out_u16(out, 5);		/* UNAME */
+	out_u32(out, (uint32_t)strlen(uname) + 1);
+	out_str0(out, uname);
+	out_u16(out, 0);		/* end of options */
+	out_put(out, "flyrecord", 10);
+}
+
+bool *ha_export_parse_cpus(const char *list, uint32_t nr_cpus, GError **error)
+{
+	g_autofree bool *sel = g_new0(bool, MAX(nr_cpus, 1));
+	g_auto(GStrv) parts = g_strsplit(list, ",", -1);
+
+	for (guint i = 0; parts[i]; i++) {
+		g_auto(GStrv) r = g_strsplit(parts[i], "-", 2);
+		guint64 a, b;
+
+		if (!r[0] || !g_ascii_string_to_unsigned(r[0], 10, 0, G_MAXUINT32, &a, NULL) ||
+		    (r[1] && !g_ascii_string_to_unsigned(r[1], 10, 0, G_MAXUINT32, &b, NULL))) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+				    "--cpus: '%s' is not a CPU number or range", parts[i]);
+			return NULL;
+		}
+		if (!r[1])
+			b = a;
+		if (a > b || b >= nr_cpus) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+				    "--cpus: '%s' is not within the boot's CPUs 0-%u", parts[i],
+				    nr_cpus ? nr_cpus - 1 : 0);
+			return NULL;
+		}
+		for (guint64 c = a; c <= b; c++)
+			sel[c] = true;
+	}
+	return g_steal_pointer(&sel);
+}
+
+/* Write every selected chunk of @cpu; returns false with x->error on a store error. */
+static bool write_cpu(Exporter *x, uint32_t cpu, Progress *pr, uint64_t *done,
+		      uint64_t total)
+{
+	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT id FROM chunks WHERE boot = ? AND"
+					 " cpu = ? AND nr_pages > 0 AND ts_max >= ? AND"
+					 " ts_min <= ? ORDER BY first_seq, id", &x->error);
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, x->boot);
+	sqlite3_bind_int64(st, 2, cpu);
+	sqlite3_bind_int64(st, 3, x->o->since_ns >= 0 ? x->o->since_ns : 0);
+	sqlite3_bind_int64(st, 4, x->o->until_ns >= 0 ? x->o->until_ns : INT64_MAX);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		g_array_append_vals(ids, &(int64_t){ sqlite3_column_int64(st, 0) }, 1);
+	sqlite3_reset(st);
+	x->last_kept = false;
+	for (guint i = 0; i < ids->len; i++) {
+		g_autoptr(GBytes) raw = NULL;
+		g_autoptr(GError) e = NULL;
+		const uint8_t *page;
+		uint32_t len;
+		size_t off = 0;
+
+		st = ha_store_stmt(x->store, "SELECT data FROM chunks WHERE id = ?", &x->error);
+		if (!st)
+			return false;
+		sqlite3_bind_int64(st, 1, g_array_index(ids, int64_t, i));
+		if (sqlite3_step(st) != SQLITE_ROW) {
+			sqlite3_reset(st);
+			continue;
+		}
+		x->stats->store_bytes += (uint64_t)sqlite3_column_bytes(st, 0);
+		raw = ha_chunk_decompress(sqlite3_column_blob(st, 0),
+					  (size_t)sqlite3_column_bytes(st, 0), &e);
+		sqlite3_reset(st);
+		if (!raw) {
+			g_set_error(&x->error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "chunk %" PRId64 " of CPU %u unreadable: %s",
+				    g_array_index(ids, int64_t, i), cpu, e->message);
+			return false;
+		}
+		while (ha_chunk_next_page(raw, &off, &page, &len)) {
+			x->first_of_page = true;
+			if (ha_tep_walk_page(x->tep, page, len, on_event, x, NULL) < 0) {
+				/* the ingest stored it, so it parsed then: a lost page here */
+				page_lost(&x->po, -1);
+				continue;
+			}
+			if (x->first_of_page && ha_tep_missed(x->tep))
+				page_lost(&x->po, ha_tep_missed(x->tep));
+		}
+		(*done)++;
+		progress_tick(pr, *done, total, x->stats->events);
+	}
+	page_flush(&x->po);
+	x->po.pending = 0;
+	x->po.last_ts = 0;
+	return true;
+}
+
+bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_stats,
+			GError **error)
+{
+	g_autoptr(GArray) boots = ha_report_select_boots(s, o->boot, error);
+	g_autoptr(GArray) fs = NULL;
+	g_autoptr(GBytes) ksyms = NULL;
+	g_autoptr(GHashTable) epochs = g_hash_table_new_full(g_direct_hash, g_direct_equal,
+							    NULL, epochs_free);
+	g_autoptr(GHashTable) stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+							    g_free, stack_free);
+	g_autofree bool *sel = NULL;
+	g_autofree char *part = NULL, *clock = NULL, *release = NULL;
+	g_autofree uint64_t *table = NULL;
+	g_autofree uint8_t *pagebuf = NULL, *evbuf = NULL;
+	HaExportStats stats = { 0 };
+	Exporter x = { .store = s, .o = o, .stats = &stats, .epochs = epochs,
+		       .stacks = stacks, .kstack_id = -1 };
+	Out out = { 0 };
+	Progress pr = { .start = g_get_monotonic_time(), .on = o->progress && isatty(2) };
+	uint32_t psize = 0, flags = 0, nr_cpus = 0, hp_off, hp_size, slots;
+	uint64_t table_at, total = 0, done = 0;
+	const Format *f;
+	sqlite3_stmt *st;
+	bool ok = false;
+
+	if (!boots)
+		return false;
+	if (boots->len != 1) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "export writes one boot at a time");
+		return false;
+	}
+	x.boot = g_array_index(boots, int64_t, 0);
+	st = ha_store_stmt(s, "SELECT page_size, flags, nr_cpus, trace_clock, release FROM"
+			   " boots WHERE id = ?", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, x.boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		psize = (uint32_t)sqlite3_column_int64(st, 0);
+		flags = (uint32_t)sqlite3_column_int64(st, 1);
+		nr_cpus = (uint32_t)sqlite3_column_int64(st, 2);
+		clock = g_strdup((const char *)sqlite3_column_text(st, 3));
+		release = g_strdup((const char *)sqlite3_column_text(st, 4));
+	}
+	sqlite3_reset(st);
+	if (flags & SMP_HELLO_PAGES_BE) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+			    "boot %" PRId64 " has big-endian pages: export writes little-endian"
+			    " only", x.boot);
+		return false;
+	}
+	if (psize < 256 || psize > (1u << 20) || nr_cpus == 0 || nr_cpus > 4096) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "boot %" PRId64 ": page size %u, %u CPUs: not exportable", x.boot,
+			    psize, nr_cpus);
+		return false;
+	}
+	if (o->cpus) {
+		sel = ha_export_parse_cpus(o->cpus, nr_cpus, error);
+		if (!sel)
+			return false;
+	}
+	x.tep = ha_tep_new(psize, false);
+	fs = load_formats(&x, error);
+	if (!fs)
+		goto done;
+	f = find_format(fs, "header_page");
+	{
+		g_autofree char *hp = f ? format_str(f) : NULL;
+		uint32_t c_off, c_size;
+
+		if (!hp || !fmt_field(hp, "data", &hp_off, &hp_size) ||
+		    !fmt_field(hp, "commit", &c_off, &c_size) || c_off != 8 || c_size != 8 ||
+		    hp_off != 16 || !ha_tep_ready(x.tep)) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "boot %" PRId64 ": no usable header_page format (need the"
+				    " 64-bit 6.1 layout: commit at 8, data at 16)", x.boot);
+			goto done;
+		}
+	}
+	f = find_format(fs, "ftrace/kernel_stack");
+	if (f) {
+		g_autofree char *ks = format_str(f);
+		uint32_t sz;
+
+		x.kstack_id = fmt_id(ks);
+		if (!fmt_field(ks, "size", &x.ks_size_off, &sz) || sz != 4 ||
+		    !fmt_field(ks, "caller", &x.ks_caller_off, &sz) ||
+		    x.ks_caller_off < 8 || x.ks_caller_off > 64 || x.kstack_id < 0 ||
+		    x.kstack_id > 0xffff)
+			x.kstack_id = -1;
+	}
+	if (x.kstack_id < 0)
+		g_printerr("host-agent export: boot %" PRId64 " has no usable ftrace/kernel_stack"
+			   " format: stack_id events are kept as they are\n", x.boot);
+	if (!load_epochs(&x, error))
+		goto done;
+	ksyms = load_kallsyms(&x);
+
+	/* CPU slots: up to the highest CPU selected, the others empty */
+	slots = nr_cpus;
+	if (sel)
+		while (slots > 1 && !sel[slots - 1])
+			slots--;
+	st = ha_store_stmt(s, "SELECT COUNT(*) FROM chunks WHERE boot = ? AND nr_pages > 0 AND"
+			   " ts_max >= ? AND ts_min <= ?", error);
+	if (!st)
+		goto done;
+	sqlite3_bind_int64(st, 1, x.boot);
+	sqlite3_bind_int64(st, 2, o->since_ns >= 0 ? o->since_ns : 0);
+	sqlite3_bind_int64(st, 3, o->until_ns >= 0 ? o->until_ns : INT64_MAX);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		total = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+
+	part = g_strconcat(o->output, ".part", NULL);
+	out.path = part;
+	out.f = fopen(part, "wb");
+	if (!out.f) {
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "%s: %s", part,
+			    g_strerror(errno));
+		goto done;
+	}
+	write_header(&x, &out, fs, ksyms, psize, slots, clock ? clock : "local", release);
+	table_at = out_tell(&out);
+	table = g_new0(uint64_t, 2 * (gsize)slots);
+	for (uint32_t c = 0; c < 2 * slots; c++)
+		out_u64(&out, 0);
+	{
+		g_autofree char *clk = g_strdup_printf("[%s]\n", clock ? clock : "local");
+		g_autoptr(GBytes) b = g_bytes_new(clk, strlen(clk));
+		uint64_t at;
+
+		out_text64(&out, b);	/* v6 with TRACECLOCK: the trace_clock file */
+		at = out_tell(&out);
+		for (; at % psize; at++)
+			out_put(&out, "", 1);
+	}
+	pagebuf = g_malloc0(psize);
+	evbuf = g_malloc0(psize);
+	x.ev = evbuf;
+	x.po = (PageOut){ .out = &out, .page = pagebuf, .psize = psize, .hdr = hp_off,
+			  .stats = &stats };
+	for (uint32_t c = 0; c < slots && !out.failed; c++) {
+		uint64_t start = out_tell(&out), before = x.po.pages;
+
+		if (sel && !sel[c])
+			continue;
+		if (!write_cpu(&x, c, &pr, &done, total)) {
+			g_propagate_error(error, g_steal_pointer(&x.error));
+			goto done;
+		}
+		table[2 * c] = start;
+		table[2 * c + 1] = (x.po.pages - before) * psize;
+		if (!table[2 * c + 1])
+			table[2 * c] = 0;
+	}
+	stats.pages = x.po.pages;
+	stats.file_bytes = out_tell(&out);
+	if (fseeko(out.f, (off_t)table_at, SEEK_SET) < 0) {
+		out.failed = true;
+		out.err = errno;
+	}
+	for (uint32_t c = 0; c < 2 * slots; c++)
+		out_u64(&out, table[c]);
+	if (fflush(out.f) != 0 || fsync(fileno(out.f)) != 0) {
+		if (!out.failed)
+			out.err = errno;
+		out.failed = true;
+	}
+	if (fclose(out.f) != 0 && !out.failed) {
+		out.failed = true;
+		out.err = errno;
+	}
+	out.f = NULL;
+	if (out.failed) {
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(out.err), "%s: %s", part,
+			    g_strerror(out.err));
+		goto done;
+	}
+	if (rename(part, o->output) < 0) {
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "%s: %s",
+			    o->output, g_strerror(errno));
+		goto done;
+	}
+	stats.nr_cpus = slots;
+	if (ret_stats)
+		*ret_stats = stats;
+	ok = true;
+done:
+	if (pr.shown)
+		g_printerr("\r\033[K");
+	if (out.f)
+		fclose(out.f);
+	if (!ok && part)
+		unlink(part);
+	g_clear_error(&x.error);
+	ha_tep_free(x.tep);
+	return ok;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export-tracedat.h - one stored boot as a trace-cmd trace.dat.
+ *
+ * The file is trace-cmd's documented format version 6 (trace-cmd.dat.v6(5)), the one
+ * every libtracecmd reader opens (trace-cmd report, KernelShark): the guest's own
+ * header_page/header_event and event FORMAT texts, its kallsyms snapshot, a
+ * TRACECLOCK option naming the boot's trace clock, then one run of ring-buffer pages
+ * per CPU ("flyrecord"), each CPU's events in the order its ring buffer had them.
+ *
+ * The pages are written anew, not copied: each stored page is walked (tep.h) and its
+ * events re-encoded in the 6.1 layout the guest's header_page describes, because one
+ * event changes size. A stack_id event (TRACE_STACK_ID) becomes the kernel's own
+ * kernel_stack event (TRACE_STACK: common fields of the stack_id event, `size` =
+ * number of entries, `caller[]` the frames, innermost first), resolved through the
+ * epoch in effect at the stack event's time (report.h's rule), so that trace-cmd
+ * prints it exactly as for a guest traced without the stackmap. An id with no stored
+ * stack in its epoch stays the stack_id event it was. Full kernel_stack events are
+ * copied as they are. Events the guest's ring buffer lost before a page
+ * (RB_MISSED_EVENTS, with the count when the guest stored one) flag the first page
+ * written after them, where trace-cmd prints "CPU:N [COUNT EVENTS DROPPED]".
+ *
+ * Memory stays bounded by one chunk of one CPU, one page and the stacks cache (one
+ * entry per distinct stack_id used), whatever the size of the boot: the CPUs are
+ * written one after the other and the CPU offset table is filled in at the end.
+ */
+#ifndef HA_EXPORT_TRACEDAT_H
+#define HA_EXPORT_TRACEDAT_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct {
+	const char *boot;	/* as report's --boot; NULL: the newest */
+	int64_t since_ns;	/* trace-clock range, -1 when open */
+	int64_t until_ns;
+	const char *cpus;	/* "0,2-3"; NULL: every CPU */
+	const char *output;	/* the file (written as OUTPUT.part, then renamed) */
+	bool progress;		/* progress on stderr when it is a terminal */
+} HaExportOpts;
+
+typedef struct {
+	uint64_t events;	/* events written (stack events included) */
+	uint64_t rehydrated;	/* stack_id events written as kernel_stack */
+	uint64_t unresolved;	/* stack_id events kept as they were */
+	uint64_t truncated;	/* stacks cut to fit a page */
+	uint64_t dropped_marks;	/* pages flagged with events lost before them */
+	uint64_t out_of_order;	/* events older than their predecessor (delta 0) */
+	uint64_t pages;		/* pages written */
+	uint64_t file_bytes;	/* size of the file */
+	uint64_t store_bytes;	/* compressed chunk bytes read from the store */
+	uint32_t nr_cpus;	/* CPU slots in the file */
+} HaExportStats;
+
+/*
+ * Write @o->boot of @s as a trace.dat at @o->output. On success fills @ret_stats and
+ * returns true; on failure returns false with @error set and leaves no file at
+ * @o->output (a previous file there is kept).
+ */
+bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_stats,
+			GError **error);
+
+/*
+ * Parse a CPU list ("0,2-3") for a boot of @nr_cpus CPUs into a new array of
+ * @nr_cpus booleans (g_free), true for each CPU named. NULL with @error when a number
+ * is malformed or not below @nr_cpus.
+ */
+bool *ha_export_parse_cpus(const char *list, uint32_t nr_cpus, GError **error);
+
+#endif /* HA_EXPORT_TRACEDAT_H */
