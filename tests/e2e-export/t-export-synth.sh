@@ -1,0 +1,53 @@
+# host-agent export trace.dat, read by Debian's trace-cmd: a synthetic guest's boot
+# (4 CPUs, 30 map epochs, a map small enough to fill (full stacks), 7 events lost in
+# the guest's ring buffer) compared event by event with report events --json
+# (tracecmp.py); then --cpus, --since/--until, and refused arguments.
+. "$1"
+TRACECMP=$2
+: "${TRACE_CMD:?}"
+command -v "$TRACE_CMD" >/dev/null || fail "no trace-cmd ($TRACE_CMD): run .ci/install-deps"
+start_daemon --listen "$T/sock" --domain-name vm
+"$SYNTH_GUEST" --connect "$T/sock" --events 40000 --cpus 4 --epochs 30 --stacks 300 \
+	--map-bits 8 --missed 7 --seed 5 -q >/dev/null || fail "guest"
+wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+stop_daemon
+ha() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name vm; }
+
+ha export trace.dat -o "$T/all.dat" 2>"$T/export.log" || { cat "$T/export.log"; fail "export"; }
+grep -q "40000 events\|[0-9]* events on 4 CPUs" "$T/export.log" || { cat "$T/export.log"; fail "summary"; }
+python3 "$TRACECMP" --trace-cmd "$TRACE_CMD" --host-agent "$HOST_AGENT" --state-dir "$T/state" \
+	--domain-name vm --dat "$T/all.dat" --expect-dropped >"$T/cmp" || { cat "$T/cmp"; fail "tracecmp"; }
+cat "$T/cmp"
+grep -q "^tracecmp: 40000 events equal on 4 CPUs" "$T/cmp" || fail "not every event compared"
+grep -q "(7 events counted)" "$T/cmp" || fail "the 7 lost events are not where trace-cmd shows them"
+"$TRACE_CMD" dump -i "$T/all.dat" --summary 2>&1 | grep -q '\[local\]' || fail "trace clock"
+ok "trace.dat equals report events, event by event"
+
+# --cpus: only those CPUs' events, the others' slots empty
+ha export trace.dat --cpus 1,3 -o "$T/c13.dat" 2>/dev/null || fail "export --cpus"
+"$TRACE_CMD" report -i "$T/c13.dat" 2>/dev/null | awk '/^ .*\[[0-9]+\]/ { match($0, /\[[0-9]+\]/); print substr($0, RSTART, RLENGTH) }' |
+	sort -u | tr '\n' ' ' >"$T/cpus"
+[ "$(cat "$T/cpus")" = "[001] [003] " ] || fail "--cpus 1,3 gave CPUs $(cat "$T/cpus")"
+want=$(ha report events -n 1000000 --json | python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin)["events"] if e["cpu"] in (1, 3)))')
+got=$("$TRACE_CMD" report -i "$T/c13.dat" 2>/dev/null | grep -c ' kmalloc: ')
+[ "$want" = "$got" ] || fail "--cpus 1,3: $got events, want $want"
+ok "--cpus 1,3: $got events"
+
+# --since/--until: the events of that trace-clock range, both ends included
+range=$(ha report events -n 1000000 --json | python3 -c '
+import json,sys; e=json.load(sys.stdin)["events"]; print("%.9f %.9f" % (e[5000]["ts"]/1e9, e[9000]["ts"]/1e9))')
+ha export trace.dat --since "${range% *}" --until "${range#* }" -o "$T/r.dat" 2>/dev/null || fail "export range"
+want=$(ha report events -n 1000000 --json --since "${range% *}" --until "${range#* }" |
+	python3 -c 'import json,sys; print(len(json.load(sys.stdin)["events"]))')
+got=$("$TRACE_CMD" report -i "$T/r.dat" 2>/dev/null | grep -c ' kmalloc: ')
+[ "$want" = "$got" ] && [ "$got" -gt 3000 ] || fail "range: $got events, want $want"
+ok "time range: $got events"
+
+# refused: a CPU the boot does not have, no -o, another file kept on failure
+echo keep >"$T/keep.dat"
+ha export trace.dat --cpus 4 -o "$T/keep.dat" 2>"$T/err" && fail "--cpus 4 accepted"
+grep -q "not within the boot's CPUs 0-3" "$T/err" || { cat "$T/err"; fail "--cpus message"; }
+[ "$(cat "$T/keep.dat")" = keep ] && [ ! -e "$T/keep.dat.part" ] || fail "failed export touched the file"
+ha export trace.dat 2>/dev/null && fail "export without -o accepted"
+ha export trace.dat --boot 9 -o "$T/x.dat" 2>/dev/null && fail "missing boot accepted"
+ok "refused arguments"

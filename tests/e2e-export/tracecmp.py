@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Compare a boot exported to trace.dat, as Debian's `trace-cmd report` reads it,
+with `host-agent report events --json` of the same boot, event by event.
+
+Usage: tracecmp.py --host-agent PATH --state-dir DIR --domain-name NAME
+                   --dat FILE [--boot B] [--trace-cmd PATH] [--expect-dropped]
+
+trace-cmd is run as a user runs it (`trace-cmd report -l -t`, plugins loaded): its
+stderr must be empty (no warning), and every record is taken from its text output:
+  * a traced event: CPU, pid, latency flags, timestamp (ns), event name and the
+    printed fields; host-agent's text for the same event must be the end of
+    trace-cmd's (trace-cmd's kmem plugin prefixes the call site in parentheses);
+  * a kernel_stack record ("<stack trace >" and its "=> func (addr)" lines): it is
+    given to its event by the kernel's own rule (host-agent/pair.h: the most recent
+    event of the same CPU still waiting, with the same pid and flags; the events
+    nested above it finish without one), and its frames must be, address for address
+    and function for function, the frames host-agent resolved for that event;
+  * a stack_id record: an id host-agent could not resolve either;
+  * "CPU:N [COUNT EVENTS DROPPED]": events lost before the next record of CPU N
+    (the waiting events finish as "lost", as host-agent's pairing does).
+Events are compared per CPU as sorted lists (a coarse trace clock gives equal
+timestamps, which neither side orders the same way). Exits 1 on the first
+difference, printing both sides.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+REC = re.compile(r'^\s*(.*)-(\d+)\s+(\d+)(\S+)\s+(\d+)\.(\d{9}): ([^:\s]+):\s?(.*)$')
+FRAME = re.compile(r'^=> (\S+)(?: \(([0-9a-f]+)\))?$')  # no "(addr)": unresolved
+DROPPED = re.compile(r'^CPU:(\d+) \[(?:(\d+) )?EVENTS DROPPED\]$')
+
+
+class Fail(Exception):
+    pass
+
+
+def parse_report(text):
+    """Records per CPU in file order: dicts with kind event|stack|stack_id|dropped."""
+    per_cpu = defaultdict(list)
+    cur = None
+    for line in text.split('\n'):
+        if not line or line.startswith('cpus='):
+            cur = None
+            continue
+        m = FRAME.match(line)
+        if m:
+            if cur is None or cur['kind'] != 'stack':
+                raise Fail('a frame line outside a stack record: %r' % line)
+            if m.group(2):
+                cur['frames'].append((m.group(1), int(m.group(2), 16)))
+            else:
+                cur['frames'].append((None, int(m.group(1), 16)))
+            continue
+        m = DROPPED.match(line)
+        if m:
+            per_cpu[int(m.group(1))].append(
+                {'kind': 'dropped', 'count': int(m.group(2)) if m.group(2) else -1})
+            cur = None
+            continue
+        m = REC.match(line)
+        if not m:
+            raise Fail('unparsed trace-cmd line: %r' % line)
+        comm, pid, cpu, flags, s, ns, name, info = m.groups()
+        r = {'pid': int(pid), 'cpu': int(cpu), 'flags': flags,
+             'ts': int(s) * 1000000000 + int(ns), 'name': name, 'info': info}
+        if name == 'kernel_stack':
+            if info.strip() != '<stack trace >':
+                raise Fail('kernel_stack not printed as a stack trace: %r' % line)
+            r['kind'] = 'stack'
+            r['frames'] = []
+        elif name == 'stack_id':
+            r['kind'] = 'stack_id'
+        else:
+            r['kind'] = 'event'
+        per_cpu[r['cpu']].append(r)
+        cur = r
+    return per_cpu
+
+
+def pair(records):
+    """The kernel's rule (pair.h): per CPU, events waiting for their stack."""
+    waiting, done = [], []
+    for r in records:
+        if r['kind'] == 'event':
+            r['stack'] = ('none',)
+            waiting.append(r)
+            if len(waiting) > 8:            # HA_PAIR_DEPTH
+                done.append(waiting.pop(0))
+        elif r['kind'] == 'dropped':
+            for w in waiting:
+                w['stack'] = ('lost',)
+            done.extend(waiting)
+            waiting = []
+        else:
+            for i in range(len(waiting) - 1, -1, -1):
+                w = waiting[i]
+                if w['pid'] == r['pid'] and w['flags'] == r['flags']:
+                    w['stack'] = (('frames', tuple(r['frames'])) if r['kind'] == 'stack'
+                                  else ('unresolved',))
+                    done.extend(waiting[i:])
+                    del waiting[i:]
+                    break
+    done.extend(waiting)
+    return done
+
+
+def host_stack(st):
+    k = st['kind']
+    if k in ('stack_id', 'full'):
+        fr = []
+        for f in st['frames']:
+            sym = f['sym'].split('+')[0]
+            fr.append((None if sym.startswith('0x') else sym, int(f['ip'], 16)))
+        return ('frames', tuple(fr))
+    if k == 'unresolved':
+        return ('unresolved',)
+    return (k,)
+
+
+def same_frame(tcf, haf, last_sym):
+    (n, a), (s, c) = tcf, haf
+    if a != c:
+        return False
+    # libtraceevent resolves no address past the start of the highest symbol of the
+    # file's kallsyms (it bounds a function by the next one); host-agent does, up to
+    # HA_SYM_MAX_SIZE. Any other address unresolved on one side must be on the other.
+    return s == n or (n is None and s == last_sym)
+
+
+def same_stack(tc, ha, last_sym):
+    if tc[0] != ha[0]:
+        return False
+    if tc[0] != 'frames':
+        return True
+    if len(tc[1]) != len(ha[1]):
+        return False
+    return all(same_frame(t, h, last_sym) for t, h in zip(tc[1], ha[1]))
+
+
+def highest_symbol(trace_cmd, dat):
+    r = subprocess.run([trace_cmd, 'dump', '-i', dat, '--kallsyms'], capture_output=True,
+                       text=True)
+    best = (-1, None)
+    for line in r.stdout.split('\n'):
+        f = line.split()
+        if len(f) >= 3 and re.fullmatch(r'[0-9a-f]{8,16}', f[0]):
+            best = max(best, (int(f[0], 16), f[2]))
+    return best[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--host-agent', required=True)
+    ap.add_argument('--state-dir', required=True)
+    ap.add_argument('--domain-name', required=True)
+    ap.add_argument('--dat', required=True)
+    ap.add_argument('--boot')
+    ap.add_argument('--trace-cmd', default='trace-cmd')
+    ap.add_argument('--expect-dropped', action='store_true',
+                    help='fail unless trace-cmd shows lost events')
+    a = ap.parse_args()
+    try:
+        r = subprocess.run([a.trace_cmd, 'report', '-l', '-t', '-i', a.dat],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or r.stderr.strip():
+            raise Fail('trace-cmd report: rc %d, stderr: %s' % (r.returncode, r.stderr[:2000]))
+        per_cpu = parse_report(r.stdout)
+        last_sym = highest_symbol(a.trace_cmd, a.dat)
+        cmd = [a.host_agent, 'report', 'events', '-n', '100000000', '--json',
+               '--state-dir', a.state_dir, '--domain-name', a.domain_name]
+        if a.boot:
+            cmd += ['--boot', a.boot]
+        h = subprocess.run(cmd, capture_output=True, text=True)
+        if h.returncode != 0:
+            raise Fail('report events: %s' % h.stderr)
+        host = json.loads(h.stdout)['events']
+        by_cpu = defaultdict(list)
+        for e in host:
+            by_cpu[e['cpu']].append(e)
+        kinds, dropped, nev = Counter(), Counter(), 0
+        for cpu in sorted(set(per_cpu) | set(by_cpu)):
+            recs = per_cpu.get(cpu, [])
+            for x in recs:
+                if x['kind'] == 'dropped':
+                    dropped[cpu] += max(x['count'], 0) if x['count'] >= 0 else 0
+                    dropped['marks'] += 1
+            tc = sorted(pair(recs), key=lambda x: (x['ts'], x['pid'], x['name'], x['info']))
+            ha = []
+            for e in by_cpu.get(cpu, []):
+                sysname, _, info = e['event'].partition(': ')
+                ha.append({'ts': e['ts'], 'pid': e['pid'], 'name': sysname.split('/')[-1],
+                           'info': info, 'stack': host_stack(e['stack'])})
+            ha.sort(key=lambda x: (x['ts'], x['pid'], x['name']))
+            if len(tc) != len(ha):
+                raise Fail('CPU %d: trace-cmd shows %d events, host-agent %d'
+                           % (cpu, len(tc), len(ha)))
+            # equal timestamps: match within each (ts, pid, name) group by text
+            i = 0
+            while i < len(tc):
+                j = i
+                while j < len(tc) and (tc[j]['ts'], tc[j]['pid'], tc[j]['name']) == \
+                        (tc[i]['ts'], tc[i]['pid'], tc[i]['name']):
+                    j += 1
+                grp_h = ha[i:j]
+                for t in tc[i:j]:
+                    m = next((k for k, x in enumerate(grp_h)
+                              if (x['ts'], x['pid'], x['name']) == (t['ts'], t['pid'], t['name'])
+                              and t['info'].endswith(x['info'])
+                              and same_stack(t['stack'], x['stack'], last_sym)), None)
+                    if m is None:
+                        raise Fail('CPU %d: trace-cmd event without its twin in host-agent:\n'
+                                   '  trace-cmd: %s\n  host-agent candidates: %s'
+                                   % (cpu, t, grp_h[:3]))
+                    kinds[t['stack'][0]] += 1
+                    grp_h.pop(m)
+                    nev += 1
+                i = j
+        if a.expect_dropped and not dropped['marks']:
+            raise Fail('no [EVENTS DROPPED] line although the boot lost events')
+        print('tracecmp: %d events equal on %d CPUs; stacks: %s; dropped marks: %d (%d events'
+              ' counted)' % (nev, len(set(per_cpu) | set(by_cpu)), dict(kinds),
+                             dropped['marks'],
+                             sum(v for k, v in dropped.items() if k != 'marks')))
+        return 0
+    except Fail as e:
+        print('tracecmp FAIL: %s' % e)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
