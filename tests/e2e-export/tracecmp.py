@@ -226,6 +226,10 @@ def main():
               ' counted)' % (nev, len(set(per_cpu) | set(by_cpu)), dict(kinds),
                              dropped['marks'],
                              sum(v for k, v in dropped.items() if k != 'marks')))
+        print('tracecmp-json: ' + json.dumps({
+            'events': nev, 'cpus': len(set(per_cpu) | set(by_cpu)), 'stacks': dict(kinds),
+            'dropped_marks': dropped['marks'],
+            'dropped_counted': sum(v for k, v in dropped.items() if k != 'marks')}))
         return 0
     except Fail as e:
         print('tracecmp FAIL: %s' % e)
