@@ -534,13 +534,17 @@ static bool load_boot_state(HaConn *c, const void *pairs, size_t pairs_len, GErr
 	if (pairs_len && !ha_pair_load(c->pair, pairs, pairs_len))
 		g_warning("%s: boot %s: stored pairing state unreadable, ignored", c->domain,
 			  c->boot_str);
-	st = STMT(c, "SELECT name, text FROM texts WHERE boot = ? AND kind = 'format'"
-		  " ORDER BY seq", error);
+	st = STMT(c, "SELECT name, text, kind FROM texts WHERE boot = ? AND kind IN"
+		  " ('format', 'format-refused') ORDER BY seq", error);
 	sqlite3_bind_int64(st, 1, c->boot);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		g_autoptr(GError) e = NULL;
 		const char *name = (const char *)sqlite3_column_text(st, 0);
 
+		if (!g_strcmp0((const char *)sqlite3_column_text(st, 2), "format-refused")) {
+			ha_tep_add_refused(c->tep, name, (size_t)sqlite3_column_bytes(st, 1));
+			continue;
+		}
 		if (!ha_tep_add_format(c->tep, name, sqlite3_column_blob(st, 1),
 				       (size_t)sqlite3_column_bytes(st, 1), &e))
 			g_warning("%s: boot %s: stored format: %s", c->domain, c->boot_str,
@@ -826,6 +830,12 @@ static bool on_format(HaConn *c, const struct smp_frame *f, GError **error)
 		return true;
 	if (!ha_tep_add_format(c->tep, name, m.text, m.text_len, &e)) {
 		malformed(c, f, "%s", e->message);
+		/* Refused by libtraceevent itself, which may keep part of it: stored as
+		 * refused, so that every later session of the boot charges its bytes to
+		 * the parser's budget and never parses that name again. */
+		if (ha_tep_knows(c->tep, name))
+			return store_text(c, "format-refused", name, 0, 0, 0, false, f->seq,
+					  m.text, m.text_len, error);
 		return true;
 	}
 	return store_text(c, "format", name, 0, 0, 0, false, f->seq, m.text, m.text_len,

@@ -89,6 +89,23 @@ static bool field_line_ok(const char *l, size_t n)
 	p = memchr(l + 7, ';', (size_t)(end - l - 7));
 	if (!p || p == l + 7)
 		return false;
+	/* a C declaration as ftrace prints them: "unsigned long caller[8]", "const char *
+	 * name", "__data_loc char[] msg"; libtraceevent leaks on other punctuation */
+	for (const char *d = l + 7, *open = NULL; d < p; d++) {
+		if (*d == '[') {
+			if (open)
+				return false;
+			open = d;
+		} else if (*d == ']') {
+			if (!open)
+				return false;
+			open = NULL;
+		} else if (!g_ascii_isalnum(*d) && !strchr("_ *", *d)) {
+			return false;
+		}
+		if (d == p - 1 && open)
+			return false;
+	}
 	p++;
 	for (int k = 0; k < 3; k++) {
 		size_t kl = strlen(keys[k]);
@@ -117,7 +134,10 @@ static bool field_line_ok(const char *l, size_t n)
  */
 static bool print_fmt_ok(const char *p, size_t n)
 {
+	static const char *const tables[] = { "__print_flags", "__print_symbolic",
+					      "__print_flags_u64", "__print_symbolic_u64" };
 	char stack[64];
+	bool table[64];		/* a ( of one of @tables: { } tables allowed inside */
 	unsigned int depth = 0;
 	bool first = true;
 
@@ -138,8 +158,29 @@ static bool print_fmt_ok(const char *p, size_t n)
 		if (first)
 			return false;
 		if (ch == '(' || ch == '[' || ch == '{') {
+			bool in_table = false;
+
 			if (depth == sizeof(stack))
 				return false;
+			for (unsigned int d = 0; d < depth; d++)
+				in_table |= table[d];
+			/* libtraceevent 1.7 dereferences NULL on a { } table that is not
+			 * an argument of __print_flags() or __print_symbolic() */
+			if (ch == '{' && !in_table)
+				return false;
+			table[depth] = false;
+			if (ch == '(') {
+				size_t e = i, b;
+
+				while (e > 0 && p[e - 1] == ' ')
+					e--;
+				for (b = e; b > 0 && (g_ascii_isalnum(p[b - 1]) || p[b - 1] == '_'); b--)
+					;
+				for (unsigned int k = 0; k < G_N_ELEMENTS(tables); k++)
+					if (e - b == strlen(tables[k]) &&
+					    !memcmp(p + b, tables[k], e - b))
+						table[depth] = true;
+			}
 			stack[depth++] = ch == '(' ? ')' : ch == '[' ? ']' : '}';
 		} else if (ch == ')' || ch == ']' || ch == '}') {
 			if (!depth || stack[--depth] != ch)
@@ -156,16 +197,55 @@ static bool print_fmt_ok(const char *p, size_t n)
  * accepts texts cut inside a field declaration (and leaks the token it stopped at),
  * so a text must pass this before it gets there. *ret_fields: its field lines.
  */
+/* The field name of a whole field line: the last word of its declaration. */
+static char *field_name(const char *l)
+{
+	const char *e = strchr(l + 7, ';'), *b;
+
+	if (memchr(l + 7, '[', (size_t)(e - l - 7)))
+		e = memchr(l + 7, '[', (size_t)(e - l - 7));
+	while (e > l + 7 && e[-1] == ' ')
+		e--;
+	for (b = e; b > l + 7 && (g_ascii_isalnum(b[-1]) || b[-1] == '_'); b--)
+		;
+	return g_strndup(b, (size_t)(e - b));
+}
+
+/* Every REC->name of a print fmt names a field: libtraceevent 1.7 dereferences NULL
+ * on an unknown one inside __print_flags(). */
+static bool print_fields_ok(const char *p, size_t n, GHashTable *names)
+{
+	for (const char *q = p, *end = p + n; (q = g_strstr_len(q, end - q, "REC->")); ) {
+		const char *b = q + 5, *e = b;
+		g_autofree char *id = NULL;
+
+		while (e < end && (g_ascii_isalnum(*e) || *e == '_'))
+			e++;
+		id = g_strndup(b, (size_t)(e - b));
+		if (!g_hash_table_contains(names, id))
+			return false;
+		q = e;
+	}
+	return true;
+}
+
 static bool format_whole(const char *text, size_t len, const char *event, int *ret_fields,
 			 const char **ret_why)
 {
 	size_t off = 0;
 	bool name = false, id = false, format = false;
 	int fields = 0;
+	g_autoptr(GHashTable) names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							    NULL);
 
 	*ret_why = "it does not end with a newline";
 	if (!len || text[len - 1] != '\n')
 		return false;
+	/* printable ASCII, tabs and newlines only: libtraceevent stops at a NUL */
+	*ret_why = "it has a byte that is not printable ASCII";
+	for (size_t i = 0; i < len; i++)
+		if ((text[i] < 0x20 || text[i] > 0x7e) && text[i] != '\t' && text[i] != '\n')
+			return false;
 	while (off < len) {
 		const char *l = text + off;
 		const char *nl = memchr(l, '\n', len - off);
@@ -195,12 +275,16 @@ static bool format_whole(const char *text, size_t len, const char *event, int *r
 			*ret_why = "its print fmt is cut (a literal or a bracket left open)";
 			if (!print_fmt_ok(l + 11, n - 11))
 				return false;
+			*ret_why = "its print fmt names a field it does not declare";
+			if (!print_fields_ok(l + 11, n - 11, names))
+				return false;
 			*ret_fields = fields;
 			return true;
 		} else if (!field_line_ok(l, n)) {
 			*ret_why = "a field line is cut or malformed";
 			return false;
 		} else {
+			g_hash_table_add(names, field_name(l));
 			fields++;
 		}
 	}
@@ -234,6 +318,12 @@ static bool add_header_page(HaTep *t, const char *text, size_t len, GError **err
 	if (commit && strstr(commit, "size:4;") &&
 	    strstr(commit, "size:4;") < strstr(commit, "\n"))
 		t->long_size = 4;
+	if (g_hash_table_contains(t->known, "header_page")) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "header_page format refused by libtraceevent before: not parsed again");
+		return false;
+	}
+	ha_tep_add_refused(t, "header_page", len);	/* until it is accepted */
 	if (tep_parse_header_page(t->tep, copy, strlen(copy), t->long_size) != 0) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "header_page format refused by libtraceevent");
@@ -247,6 +337,7 @@ static bool add_header_page(HaTep *t, const char *text, size_t len, GError **err
 		return false;
 	}
 	t->have_header = true;
+	g_hash_table_replace(t->known, g_strdup("header_page"), GINT_TO_POINTER(1));
 	return true;
 }
 
@@ -295,9 +386,9 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 			return false;
 		}
 	}
-	/* libtraceevent keeps (part of) what it parsed even when it refuses it */
-	t->nr_parsed++;
-	t->parsed_bytes += len;
+	/* libtraceevent keeps (part of) what it parsed even when it refuses it: from
+	 * here on the name is taken, accepted or not, and its bytes are charged */
+	ha_tep_add_refused(t, name, len);
 	if (tep_parse_format(t->tep, &ev, text, len, sys) != TEP_ERRNO__SUCCESS || !ev) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "format of %s refused by libtraceevent", name);
@@ -310,7 +401,7 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 			    name, ev->format.nr_common + ev->format.nr_fields, nfields);
 		return false;
 	}
-	g_hash_table_add(t->known, g_strdup(name));
+	g_hash_table_replace(t->known, g_strdup(name), GINT_TO_POINTER(1));
 	g_hash_table_replace(t->names, GINT_TO_POINTER(ev->id), g_strdup(name));
 	if (strcmp(name, "ftrace/stack_id") == 0) {
 		struct tep_format_field *f = tep_find_field(ev, "stack_id");
@@ -340,9 +431,22 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 
 bool ha_tep_knows(const HaTep *t, const char *name)
 {
+	return g_hash_table_contains(t->known, name);
+}
+
+bool ha_tep_accepted(const HaTep *t, const char *name)
+{
 	if (strcmp(name, "header_page") == 0)
 		return t->have_header;
-	return g_hash_table_contains(t->known, name);
+	return g_hash_table_lookup(t->known, name) != NULL;
+}
+
+void ha_tep_add_refused(HaTep *t, const char *name, size_t len)
+{
+	if (!g_hash_table_contains(t->known, name))
+		g_hash_table_insert(t->known, g_strdup(name), NULL);
+	t->nr_parsed++;
+	t->parsed_bytes += len;
 }
 
 size_t ha_tep_parsed_bytes(const HaTep *t)

@@ -76,8 +76,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaTep, ha_tep_free)
 bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		       GError **error);
 
-/* True when a text for @name was accepted (header_page included). */
+/* True when a text for @name reached libtraceevent, accepted (header_page included)
+ * or not: a later text of that name is not parsed again. */
 bool ha_tep_knows(const HaTep *t, const char *name);
+/* ... and was accepted. */
+bool ha_tep_accepted(const HaTep *t, const char *name);
+/* A text of @len bytes for @name that libtraceevent refused earlier (in an earlier
+ * session of the boot): taken and charged to the budget, not parsed again. */
+void ha_tep_add_refused(HaTep *t, const char *name, size_t len);
 
 /* Bytes of event format texts handed to libtraceevent so far (the budget's use). */
 size_t ha_tep_parsed_bytes(const HaTep *t);

@@ -61,6 +61,8 @@ typedef struct {
 	gint64 gap_at;
 	gint missed;
 	gint gap;
+	gint unseen;
+	gint unread;
 	char *boot_id;
 	gint64 stream_id;
 	gboolean quiet;
@@ -108,6 +110,7 @@ typedef struct {
 	uint64_t bytes_sent;
 	uint64_t resent;
 	unsigned int connections;
+	uint64_t ids_epoch;	/* stack_id events of the current epoch (map successes) */
 } Guest;
 
 /* ---- symbols and stacks --------------------------------------------------------- */
@@ -394,6 +397,7 @@ static void emit_stack(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t pr
 		put_common(d, GF_ID_STACK_ID, flags, preempt, pid);
 		memcpy(d + 8, &id, 4);
 		ring_add(g, cpu, ts, d, sizeof(d));
+		g->ids_epoch++;
 		g_snprintf(key, sizeof(key), "%d:%d", e, k);
 		if (!g_hash_table_contains(g->published, key)) {
 			uint64_t ips[64];
@@ -460,6 +464,7 @@ static void gen_epoch(Guest *g)
 	/* The delta file returns the old epoch's unread entries before the new epoch. */
 	flush_stacks(g);
 	g->epoch++;
+	g->ids_epoch = 0;
 	g->clock += 1000;
 	n = smp_delta_put_epoch(rec, sizeof(rec), (uint64_t)g->epoch, g->clock);
 	push_seq(g, SMP_EPOCH, rec, (size_t)n);
@@ -470,11 +475,12 @@ static void gen_tail(Guest *g)
 {
 	uint8_t buf[SMP_LOST_FIXED + 64 * SMP_LOST_CPU_SIZE];
 	struct smp_lost_cpu cpus[64] = { 0 };
-	struct smp_stat st[3] = {
+	struct smp_stat st[5] = {
 		{ SMP_STAT_MAP_EPOCH, (uint64_t)g->epoch },
 		{ SMP_STAT_AGENT_FRAMES, g->next_seq },
 		{ SMP_STAT_MAP_CAPACITY, 1u << g->o.map_bits },
 	};
+	uint32_t nst = 3;
 	struct smp_lost l = { .nr = (uint32_t)MIN(g->o.cpus, 64),
 			      .agent_dropped_frames = g->dropped_frames,
 			      .agent_dropped_bytes = g->dropped_bytes };
@@ -490,7 +496,14 @@ static void gen_tail(Guest *g)
 	n = smp_lost_encode(&l, cpus, buf, sizeof(buf));
 	g_assert(n > 0);
 	push_seq(g, SMP_LOST, buf, (size_t)n);
-	n = smp_stats_encode(st, 3, buf, sizeof(buf));
+	/* --unseen N: the map handed out N more ids than there are stack_id events (a
+	 * ring-buffer reset); --unread N: N events left in the buffer after the drain */
+	if (g->o.unseen >= 0)
+		st[nst++] = (struct smp_stat){ SMP_STAT_MAP_SUCCESSES,
+					       g->ids_epoch + (uint64_t)g->o.unseen };
+	if (g->o.unread > 0)
+		st[nst++] = (struct smp_stat){ SMP_STAT_RB_UNREAD, (uint64_t)g->o.unread };
+	n = smp_stats_encode(st, nst, buf, sizeof(buf));
 	push_seq(g, SMP_STATS, buf, (size_t)n);
 	if (!g->o.no_bye) {
 		n = smp_bye_encode(SMP_BYE_SHUTDOWN, buf, sizeof(buf));
@@ -893,6 +906,23 @@ static bool hostile(Guest *g)
 
 		smp_hello_decode(&h, hello, hlen);
 		for (unsigned int sess = 0; sess < 3; sess++) {
+			if (sess == 0) {
+				/* the real formats first: the pages below parse */
+				for (unsigned int i = 0; i < gf_nr_formats; i++) {
+					struct smp_format fm = {
+						.name = gf_formats[i].name,
+						.name_len = (uint16_t)strlen(gf_formats[i].name),
+						.text = gf_formats[i].text,
+						.text_len = strlen(gf_formats[i].text),
+					};
+
+					n = smp_format_encode(&fm, buf + SMP_HDR_SIZE,
+							      SMP_MAX_PAYLOAD);
+					n = smp_frame_seal(buf, SMP_FORMAT, 0, seq++, (uint32_t)n);
+					if (!write_all(g, buf, (size_t)n))
+						return true;
+				}
+			}
 			if (sess) {
 				h.stream_id += sess == 2;
 				n = smp_hello_encode(&h, buf + SMP_HDR_SIZE, SMP_MAX_PAYLOAD);
@@ -921,6 +951,42 @@ static bool hostile(Guest *g)
 					return true;
 				if (!read_host(g, false, NULL))
 					return true;
+			}
+		}
+		/*
+		 * Then what fills the full-stack cache (16 MiB of ips, the largest
+		 * per-connection table): 300000 distinct one-frame kernel_stack events,
+		 * each after an event it pairs with, in pages of 4 KiB.
+		 */
+		{
+			struct ringpage rp;
+			uint8_t ev[24] = { 0 }, km[52] = { 0 };
+			uint64_t ts = 1000;
+
+			ringpage_init(&rp, g->page_bufs, PAGE_SIZE);
+			ringpage_reset(&rp, ts);
+			put_common(km, GF_ID_KMALLOC, 0, 0, 77);
+			put_common(ev, GF_ID_KERNEL_STACK, 0, 0, 77);
+			memcpy(ev + 8, &(int32_t){ 1 }, 4);
+			for (uint64_t k = 0; k < 300000; k++) {
+				uint64_t ip = TEXT_BASE + 0x100 + k;
+
+				memcpy(ev + 16, &ip, 8);
+				if (!ringpage_add(&rp, ts, km, sizeof(km)) ||
+				    !ringpage_add(&rp, ts + 1, ev, sizeof(ev))) {
+					uint32_t len = ringpage_finish(&rp);
+
+					n = smp_page_encode(&(struct smp_page){ .cpu = 0, .data = rp.buf,
+							    .data_len = len }, buf + SMP_HDR_SIZE,
+							    SMP_MAX_PAYLOAD);
+					n = smp_frame_seal(buf, SMP_PAGE, 0, seq++, (uint32_t)n);
+					if (!write_all(g, buf, (size_t)n) || !read_host(g, false, NULL))
+						return true;
+					ringpage_reset(&rp, ts);
+					k--;
+					continue;
+				}
+				ts += 10;
 			}
 		}
 		while (g->acked < seq - 1)
@@ -1028,6 +1094,10 @@ int main(int argc, char **argv)
 		{ "gap", 0, 0, G_OPTION_ARG_INT, &o->gap, "How many (default 0)", "N" },
 		{ "missed", 0, 0, G_OPTION_ARG_INT, &o->missed,
 		  "Flag one page as having lost N events before it (RB_MISSED_*)", "N" },
+		{ "unseen", 0, 0, G_OPTION_ARG_INT, &o->unseen,
+		  "STATS: map successes N above the last epoch's stack_id events (-1: none)", "N" },
+		{ "unread", 0, 0, G_OPTION_ARG_INT, &o->unread,
+		  "STATS: N events left unread in the ring buffer (RB_UNREAD)", "N" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood", "MODE" },
@@ -1044,6 +1114,7 @@ int main(int argc, char **argv)
 	o->map_bits = 14;
 	o->seed = 1;
 	o->window_mb = 256;
+	o->unseen = -1;
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (!g_option_context_parse(ctx, &argc, &argv, &e)) {
 		g_printerr("synth-guest: %s\n", e->message);
