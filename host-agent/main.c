@@ -199,7 +199,8 @@ static int run_attach(const HaWatch *w, bool attach)
 }
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
-		      int limit, const char *vmlinux, double since, double until)
+		      int limit, const char *vmlinux, double since, double until,
+		      const char *format, const char *event)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
@@ -214,10 +215,19 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 		.vmlinux = vmlinux,
 		.since_ns = since >= 0 ? (int64_t)llround(since * 1e9) : -1,
 		.until_ns = until >= 0 ? (int64_t)llround(until * 1e9) : -1,
+		.format = format,
+		.event = event,
 	};
 
+	if (format && strcmp(format, "text") && strcmp(format, "perf-script")) {
+		g_printerr("host-agent report: --format is text or perf-script\n");
+		return 2;
+	}
+	if (format && !strcmp(format, "text"))
+		o.format = NULL;
 	if (!o.cmd) {
-		g_printerr("host-agent report: which report? boots, top, events, stack ID, folded\n");
+		g_printerr("host-agent report: which report? boots, top, events, stack ID, folded,"
+			   " flamegraph\n");
 		return 2;
 	}
 	if (!g_file_test(db, G_FILE_TEST_EXISTS)) {
@@ -288,6 +298,7 @@ int main(int argc, char **argv)
 	gboolean version = FALSE, json = FALSE;
 	bool loaded;
 	char *boot = NULL, *vmlinux = NULL, *cpus = NULL, *output = NULL;
+	char *format = NULL, *event = NULL;
 	gint limit = 0, max_malformed = -1, batch_mb = -1;
 	gdouble since = -1, until = -1;
 	gint64 quota_mb = -1;
@@ -329,9 +340,16 @@ int main(int argc, char **argv)
 		{ "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
 		  "report top/events: how many", "N" },
 		{ "since", 0, 0, G_OPTION_ARG_DOUBLE, &since,
-		  "report events: from this trace-clock time (seconds)", "SECONDS" },
+		  "report events/flamegraph, export: from this trace-clock time (seconds)",
+		  "SECONDS" },
 		{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &until,
-		  "report events: up to this trace-clock time (seconds)", "SECONDS" },
+		  "report events/flamegraph, export: up to this trace-clock time (seconds)",
+		  "SECONDS" },
+		{ "format", 0, 0, G_OPTION_ARG_STRING, &format,
+		  "report events: text (default) or perf-script", "FORMAT" },
+		{ "event", 0, 0, G_OPTION_ARG_STRING, &event,
+		  "report events/flamegraph: only this event (kmem/kmalloc or kmalloc)",
+		  "NAME" },
 		{ "cpus", 0, 0, G_OPTION_ARG_STRING, &cpus,
 		  "export: only these CPUs (0,2-3)", "LIST" },
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -340,7 +358,8 @@ int main(int argc, char **argv)
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new(
-		"[report boots|top|events|stack ID|folded | export trace.dat | attach | detach] -"
+		"[report boots|top|events|stack ID|folded|flamegraph | export trace.dat | attach |"
+		" detach] -"
 		" virtio-stackmap"
 		" host agent");
 	g_autoptr(GError) e = NULL;
@@ -378,7 +397,7 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
 		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux, since,
-				until);
+				until, format, event);
 	else if (argc > 1 && strcmp(argv[1], "export") == 0)
 		rc = run_export(&cfg, argc - 2, argv + 2, boot, since, until, cpus, output);
 	else if (argc > 1 && (strcmp(argv[1], "attach") == 0 ||
@@ -397,5 +416,7 @@ int main(int argc, char **argv)
 	g_free(vmlinux);
 	g_free(cpus);
 	g_free(output);
+	g_free(format);
+	g_free(event);
 	return rc;
 }

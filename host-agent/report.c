@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "chunk.h"
+#include "export-perf.h"
+#include "flamegraph.h"
 #include "hist.h"
 #include "pair.h"
 #include "proto.h"
@@ -906,11 +908,47 @@ static void add_symbol(uint64_t addr, const char *name, const char *module, void
 	ha_tep_add_symbol(tep, addr, name, module);
 }
 
+/* Is @text ("system/name: fields") an event @name ("system/name" or "name")? */
+static bool event_is(const char *text, const char *name)
+{
+	const char *colon = text ? strstr(text, ": ") : NULL;
+	const char *slash = text ? strchr(text, '/') : NULL;
+	size_t n = strlen(name);
+
+	if (!colon)
+		return false;
+	if ((size_t)(colon - text) == n && !strncmp(text, name, n))
+		return true;
+	return slash && slash < colon && (size_t)(colon - slash - 1) == n &&
+	       !strncmp(slash + 1, name, n);
+}
+
+/* `folded` lines of the events @evs[@first..] (their own stacks). */
+static void events_folded(GArray *evs, guint first, const HaSyms *syms, GString *out)
+{
+	g_autoptr(GHashTable) counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							     NULL);
+	g_autoptr(GList) keys = NULL;
+
+	for (guint i = first; i < evs->len; i++) {
+		char *f = folded(&g_array_index(evs, Ev, i).st, syms);
+		gpointer v = g_hash_table_lookup(counts, f);
+
+		g_hash_table_insert(counts, f, GSIZE_TO_POINTER(GPOINTER_TO_SIZE(v) + 1));
+	}
+	keys = g_list_sort(g_hash_table_get_keys(counts), (GCompareFunc)strcmp);
+	for (GList *k = keys; k; k = k->next)
+		g_string_append_printf(out, "%s %" G_GSIZE_FORMAT "\n", (char *)k->data,
+				       GPOINTER_TO_SIZE(g_hash_table_lookup(counts, k->data)));
+}
+
 static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 			  GError **error)
 {
 	g_autoptr(GArray) ids = select_boots(s, o->boot, error);
-	guint want = o->limit ? o->limit : EVENTS_DEFAULT;
+	bool perf = !g_strcmp0(o->format, "perf-script");
+	bool as_folded = !g_strcmp0(o->format, "folded");
+	guint want = o->limit ? o->limit : perf || as_folded ? G_MAXUINT : EVENTS_DEFAULT;
 	int64_t boot;
 	g_autoptr(HaTep) tep = NULL;
 	g_autoptr(HaSyms) syms = NULL;
@@ -1027,14 +1065,15 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 			   " in all\n", boot, bad_pages);
 	ha_pair_flush(pair);
 	g_array_sort(evs, ev_cmp);
-	if (o->since_ns >= 0 || o->until_ns >= 0) {
+	if (o->since_ns >= 0 || o->until_ns >= 0 || o->event) {
 		guint keep = 0;
 
 		for (guint i = 0; i < evs->len; i++) {
 			Ev *e = &g_array_index(evs, Ev, i);
 
 			if ((o->since_ns >= 0 && e->ts < (uint64_t)o->since_ns) ||
-			    (o->until_ns >= 0 && e->ts > (uint64_t)o->until_ns)) {
+			    (o->until_ns >= 0 && e->ts > (uint64_t)o->until_ns) ||
+			    (o->event && !event_is(e->text, o->event))) {
 				ev_clear(e);
 				continue;
 			}
@@ -1046,6 +1085,21 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	}
 	first = evs->len > want ? evs->len - want : 0;
 	uuid = boot_uuid_str(s, boot);
+	if (as_folded) {
+		events_folded(evs, first, syms, out);
+		return true;
+	}
+	if (perf) {
+		for (guint i = first; i < evs->len; i++) {
+			Ev *e = &g_array_index(evs, Ev, i);
+			bool frames = e->st.ips && (e->st.kind == ST_MAP || e->st.kind == ST_FULL);
+
+			ha_perf_script_sample(out, e->ts, e->cpu, e->pid, e->text,
+					      frames ? (const uint64_t *)e->st.ips->data : NULL,
+					      frames ? e->st.ips->len : 0, syms);
+		}
+		return true;
+	}
 	if (o->json)
 		g_string_append_printf(out, "{\"boot\":%" PRId64 ",\"events\":[", boot);
 	else
@@ -1153,6 +1207,35 @@ static bool report_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString
 	return true;
 }
 
+/* The SVG of folded's counts, or of the events of a range or an event type. */
+static bool report_flamegraph(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+			      GError **error)
+{
+	g_autoptr(GString) f = g_string_new(NULL);
+	g_autoptr(GString) title = g_string_new("virtio-stackmap: ");
+	bool from_events = o->since_ns >= 0 || o->until_ns >= 0 || o->event;
+
+	if (from_events) {
+		HaReportOpts eo = *o;
+
+		eo.format = "folded";
+		if (!report_events(s, &eo, dw, f, error))
+			return false;
+	} else if (!report_top(s, o, dw, true, f, error)) {
+		return false;
+	}
+	g_string_append_printf(title, "%s %s", o->boot && !strcmp(o->boot, "all") ?
+			       "all boots" : "boot", o->boot && !strcmp(o->boot, "all") ? "" :
+			       o->boot ? o->boot : "(newest)");
+	if (o->event)
+		g_string_append_printf(title, ", %s", o->event);
+	if (o->since_ns >= 0)
+		g_string_append_printf(title, ", from %.9f s", (double)o->since_ns / 1e9);
+	if (o->until_ns >= 0)
+		g_string_append_printf(title, ", until %.9f s", (double)o->until_ns / 1e9);
+	return ha_flamegraph_svg(f->str, title->str, out, error);
+}
+
 bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error)
 {
 	g_autoptr(HaDwarf) dw = NULL;
@@ -1171,11 +1254,14 @@ bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **err
 		ok = report_top(store, o, dw, true, out, error);
 	else if (!g_strcmp0(o->cmd, "events"))
 		ok = report_events(store, o, dw, out, error);
+	else if (!g_strcmp0(o->cmd, "flamegraph"))
+		ok = report_flamegraph(store, o, dw, out, error);
 	else if (!g_strcmp0(o->cmd, "stack"))
 		ok = report_stack(store, o, dw, out, error);
 	else {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "unknown report '%s' (boots, top, events, stack ID, folded)",
+			    "unknown report '%s' (boots, top, events, stack ID, folded,"
+			    " flamegraph)",
 			    o->cmd ? o->cmd : "");
 		ok = false;
 	}

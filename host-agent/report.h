@@ -8,6 +8,9 @@
  *   events       the last N events with their resolved stacks (post-mortem)
  *   stack ID     one stack_id, in every epoch it exists in
  *   folded       "outer;...;inner count" lines for flame graphs
+ *   flamegraph   an interactive SVG of folded's counts (flamegraph.h); with a time
+ *                range or an event, of those events' stacks (decoded like events)
+ *   events --format perf-script: the `perf script` layout (export-perf.h)
  *
  * A stack_id resolves through the epoch in effect at the event's time (the newest
  * epoch with the id's tag that started at or before it, PROTOCOL.md 6.1) to the stack
@@ -33,6 +36,9 @@ typedef struct {
 	int64_t since_ns;	/* events: trace-clock range, -1 when open */
 	int64_t until_ns;
 	bool json;
+	const char *format;	/* events: NULL (text), "perf-script" or "folded" */
+	const char *event;	/* events, flamegraph: only this event ("kmem/kmalloc" or
+				 * "kmalloc"), NULL for all */
 } HaReportOpts;
 
 /* Append the report to @out. False with @error on a bad argument or store error. */
