@@ -12,6 +12,7 @@
 #define FG_FRAME	16
 #define FG_TOP		64
 #define FG_BOTTOM	28
+#define FG_MIN_PX	0.1	/* narrower frames are not drawn (their parent counts them) */
 
 typedef struct _Node Node;
 struct _Node {
@@ -130,23 +131,10 @@ static void emit(Layout *l, const Node *n, uint64_t start, int depth)
 	for (guint i = 0; i < kids->len; i++) {
 		const Node *k = kids->pdata[i];
 
-		emit(l, k, at, depth + 1);
+		if ((double)k->count * sc >= FG_MIN_PX)
+			emit(l, k, at, depth + 1);
 		at += k->count;
 	}
-}
-
-static int max_depth(const Node *n)
-{
-	GHashTableIter it;
-	gpointer k, v;
-	int d = 0;
-
-	if (!n->kids)
-		return 0;
-	g_hash_table_iter_init(&it, n->kids);
-	while (g_hash_table_iter_next(&it, &k, &v))
-		d = MAX(d, 1 + max_depth(v));
-	return d;
 }
 
 /* The interactive part: zoom, reset, search, details on hover. */
@@ -225,7 +213,7 @@ bool ha_flamegraph_svg(const char *folded, const char *title, GString *out, GErr
 	g_auto(GStrv) lines = g_strsplit(folded, "\n", -1);
 	Layout l = { .o = out };
 	bool ok = false;
-	int depth;
+	int depth = 0;
 
 	for (guint i = 0; lines[i]; i++) {
 		char *sp = strrchr(lines[i], ' ');
@@ -244,13 +232,15 @@ bool ha_flamegraph_svg(const char *folded, const char *title, GString *out, GErr
 			g_auto(GStrv) fr = g_strsplit(lines[i], ";", -1);
 			Node *at = root;
 
-			for (guint j = 0; fr[j]; j++) {
+			guint j;
+
+			for (j = 0; fr[j]; j++) {
 				at = node_kid(at, fr[j]);
 				at->count += n;
 			}
+			depth = MAX(depth, (int)j);
 		}
 	}
-	depth = max_depth(root);
 	l.total = MAX(root->count, 1);
 	l.height = FG_TOP + (depth + 1) * FG_FRAME + FG_BOTTOM;
 	g_string_append_printf(out,

@@ -6,7 +6,9 @@
  * into a tree (a node per distinct path from the outermost frame), each node
  * counting the events of every stack through it. Output: one SVG, root at the
  * bottom, each node a <g class="f"> with a <title> "FUNCTION (N events, P%)",
- * a <rect> as wide as its share and the function name when it fits. A small inline
+ * a <rect> as wide as its share and the function name when it fits; a frame
+ * narrower than 0.1 pixel is left out with its subtree (its events stay in its
+ * parent's width, as flamegraph.pl's --minwidth default does). A small inline
  * script (no external resource) makes it interactive: hover shows the title and the
  * path in the status line, a click zooms to that frame (its ancestors stay, full
  * width), "Reset zoom" or Escape goes back, "Search" (or Ctrl-F) takes a regular

@@ -1,0 +1,45 @@
+# report events --format perf-script and report flamegraph on a synthetic boot
+# (2 epochs, deep stacks stored as full stacks), checked by perfcheck.py against
+# report events --json and report folded; the SVG opened in headless Chromium (its
+# script must run over every frame), with a screenshot left in $ARTIFACTS.
+. "$1"
+PERFCHECK=$2
+: "${CHROMIUM:?}" "${ARTIFACTS:?}"
+command -v "$CHROMIUM" >/dev/null || fail "no chromium ($CHROMIUM): run .ci/install-deps"
+start_daemon --listen "$T/sock" --domain-name vm
+"$SYNTH_GUEST" --connect "$T/sock" --events 10000 --epochs 2 --stacks 60 --seed 9 -q \
+	>/dev/null || fail "guest"
+wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+stop_daemon
+ha() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name vm; }
+
+ha report events --format perf-script >"$T/ps" || fail "perf-script"
+ha report events -n 1000000 --json >"$T/ev.json" || fail "events --json"
+ha report folded >"$T/folded" || fail "folded"
+python3 "$PERFCHECK" perf-script "$T/ps" "$T/ev.json" "$T/folded" || fail "perf-script check"
+ha report events --format bogus 2>/dev/null && fail "--format bogus accepted"
+
+ha report flamegraph >"$T/fg.svg" || fail "flamegraph"
+mkdir -p "$ARTIFACTS"
+# a private profile directory, no sandbox (root), no GPU: what CI has
+run_chromium() {
+	"$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$T/chromium" \
+		--window-size=1200,700 "$@" "file://$T/fg.svg" 2>>"$T/chromium.log"
+}
+run_chromium --dump-dom >"$T/dom" || { tail "$T/chromium.log"; fail "chromium --dump-dom"; }
+python3 "$PERFCHECK" flamegraph "$T/fg.svg" "$T/folded" "$T/dom" || fail "flame graph check"
+run_chromium --screenshot="$ARTIFACTS/flamegraph.png" >/dev/null ||
+	{ tail "$T/chromium.log"; fail "chromium --screenshot"; }
+[ -s "$ARTIFACTS/flamegraph.png" ] || fail "no screenshot"
+cp "$T/fg.svg" "$ARTIFACTS/flamegraph.svg"
+ok "flame graph opened in Chromium, screenshot $ARTIFACTS/flamegraph.png"
+
+# one event type and a time range: the events' own stacks
+ha report flamegraph --event kmem/kmalloc --since 0 >"$T/fg2.svg" || fail "flamegraph --event"
+ha report events --event kmalloc --since 0 --format perf-script >"$T/ps2" || fail "perf-script --event"
+n=$(grep -c ' kmem:kmalloc: ' "$T/ps2")
+[ "$n" = 10000 ] || fail "--event kmalloc: $n samples, want 10000"
+grep -q 'data-total="10000"' "$T/fg2.svg" || fail "flamegraph --event: total"
+ha report flamegraph --event nosuch/event --since 0 >"$T/fg3.svg" || fail "flamegraph, no event"
+grep -q 'data-total="0"' "$T/fg3.svg" || fail "flamegraph of no event"
+ok "perf-script and flame graphs"
