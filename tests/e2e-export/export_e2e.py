@@ -14,8 +14,9 @@ Each boot is exported (`host-agent export trace.dat`) and tracecmp.py compares
 `trace-cmd report` with `host-agent report events --json` event by event: CPUs,
 timestamps, names, fields and every stack's frames; trace-cmd must print no
 warning; the events trace-cmd shows as dropped must be the ones the store counted
-(pages flagged RB_MISSED_EVENTS). Figures printed: export speed and bytes per
-event, trace.dat vs the store's chunks.
+(pages flagged RB_MISSED_EVENTS). KernelShark loads each file under Xvfb
+(kshark-load.sh) and its window's screenshot is left in --artifacts. Figures
+printed: export speed and bytes per event, trace.dat vs the store's chunks.
 """
 import argparse
 import json
@@ -100,6 +101,8 @@ def main():
     ap.add_argument('--workdir', default='export-work')
     ap.add_argument('--trace-cmd', default='trace-cmd')
     ap.add_argument('--seed', type=int, default=7)
+    ap.add_argument('--artifacts', default='artifacts',
+                    help='where the KernelShark screenshots are left')
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir)
     try:

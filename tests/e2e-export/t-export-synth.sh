@@ -51,3 +51,10 @@ grep -q "not within the boot's CPUs 0-3" "$T/err" || { cat "$T/err"; fail "--cpu
 ha export trace.dat 2>/dev/null && fail "export without -o accepted"
 ha export trace.dat --boot 9 -o "$T/x.dat" 2>/dev/null && fail "missing boot accepted"
 ok "refused arguments"
+
+# KernelShark (Debian's) loads the file under Xvfb; the screenshot stays for a person
+: "${ARTIFACTS:?}"
+mkdir -p "$ARTIFACTS"
+bash "$(dirname "$TRACECMP")/kshark-load.sh" "$T/all.dat" "$ARTIFACTS/kernelshark-synth.png" ||
+	fail "KernelShark"
+ok "KernelShark loaded the file, screenshot $ARTIFACTS/kernelshark-synth.png"
