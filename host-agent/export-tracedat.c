@@ -465,7 +465,7 @@ static void on_event(const HaEvent *ev, void *user)
 			x->po.pending = 0;	/* lost before the range: not in it */
 		return;
 	}
-	if (ev->kind == HA_EV_STACK_ID ? emit_rehydrated(x, ev)
+	if (ev->kind == HA_EV_STACK_ID && !x->o->stack_ids ? emit_rehydrated(x, ev)
 				       : page_emit(&x->po, ev->ts, ev->data, ev->size))
 		return;
 	x->stats->truncated++;		/* larger than a page: cannot be written */

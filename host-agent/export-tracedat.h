@@ -40,6 +40,8 @@ typedef struct {
 	const char *cpus;	/* "0,2-3"; NULL: every CPU */
 	const char *output;	/* the file (written as OUTPUT.part, then renamed) */
 	bool progress;		/* progress on stderr when it is a terminal */
+	bool stack_ids;		/* keep stack_id events as they are (what trace-cmd
+				 * record in the guest captures: plugin_stackmap.c) */
 } HaExportOpts;
 
 typedef struct {

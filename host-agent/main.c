@@ -245,7 +245,8 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 
 /* `export trace.dat -o FILE`: a stored boot for trace-cmd and KernelShark. */
 static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
-		      double since, double until, const char *cpus, const char *output)
+		      double since, double until, const char *cpus, const char *output,
+		      bool stack_ids)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
@@ -258,6 +259,7 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		.cpus = cpus,
 		.output = output,
 		.progress = true,
+		.stack_ids = stack_ids,
 	};
 	gint64 t0 = g_get_monotonic_time();
 	double secs;
@@ -295,7 +297,7 @@ int main(int argc, char **argv)
 {
 	HaConfig cfg;
 	HaWatch watch = { 0 };
-	gboolean version = FALSE, json = FALSE;
+	gboolean version = FALSE, json = FALSE, stack_ids = FALSE;
 	bool loaded;
 	char *boot = NULL, *vmlinux = NULL, *cpus = NULL, *output = NULL;
 	char *format = NULL, *event = NULL;
@@ -352,6 +354,9 @@ int main(int argc, char **argv)
 		  "NAME" },
 		{ "cpus", 0, 0, G_OPTION_ARG_STRING, &cpus,
 		  "export: only these CPUs (0,2-3)", "LIST" },
+		{ "stack-ids", 0, 0, G_OPTION_ARG_NONE, &stack_ids,
+		  "export: keep stack_id events (as trace-cmd record in the guest has them)",
+		  NULL },
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
 		  "export: the file to write", "FILE" },
 		{ "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
@@ -399,7 +404,8 @@ int main(int argc, char **argv)
 		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux, since,
 				until, format, event);
 	else if (argc > 1 && strcmp(argv[1], "export") == 0)
-		rc = run_export(&cfg, argc - 2, argv + 2, boot, since, until, cpus, output);
+		rc = run_export(&cfg, argc - 2, argv + 2, boot, since, until, cpus, output,
+				stack_ids);
 	else if (argc > 1 && (strcmp(argv[1], "attach") == 0 ||
 			      strcmp(argv[1], "detach") == 0))
 		rc = run_attach(&watch, argv[1][0] == 'a');

@@ -58,3 +58,24 @@ mkdir -p "$ARTIFACTS"
 bash "$(dirname "$TRACECMP")/kshark-load.sh" "$T/all.dat" "$ARTIFACTS/kernelshark-synth.png" ||
 	fail "KernelShark"
 ok "KernelShark loaded the file, screenshot $ARTIFACTS/kernelshark-synth.png"
+
+# plugin_stackmap: the file as trace-cmd record in the guest has it (stack_id events
+# kept) and the map of one epoch as the guest's stack_map_bin: the ids of that epoch
+# print their frames, those of the 29 others say they are from another epoch
+: "${TRACEEVENT_PLUGIN_DIR:?}"
+export TRACEEVENT_PLUGIN_DIR
+ha export trace.dat --stack-ids -o "$T/raw.dat" 2>/dev/null || fail "export --stack-ids"
+python3 "$(dirname "$TRACECMP")/mkmapbin.py" "$(db_of vm)" 1 12 "$T/map.bin" || fail "mkmapbin"
+python3 "$TRACECMP" --trace-cmd "$TRACE_CMD" --host-agent "$HOST_AGENT" --state-dir "$T/state" \
+	--domain-name vm --dat "$T/raw.dat" --plugin-map "$T/map.bin" --map-epoch 12 >"$T/cmp2" ||
+	{ cat "$T/cmp2"; fail "tracecmp with plugin_stackmap"; }
+cat "$T/cmp2"
+grep -q "^tracecmp: 40000 events equal" "$T/cmp2" || fail "plugin: not every event compared"
+grep -q '"other-epoch": [1-9]' "$T/cmp2" && grep -q '"frames": [1-9]' "$T/cmp2" ||
+	fail "plugin: no event of the map's epoch, or none of another"
+"$TRACE_CMD" report -i "$T/raw.dat" 2>/dev/null | grep -m1 -q \
+	'<stack_id 0x[0-9a-f]*> (name the guest.s stack_map_bin: -O stackmap:map=FILE)' ||
+	fail "plugin without -O"
+"$TRACE_CMD" report -O stackmap:map="$T/nosuch" -i "$T/raw.dat" 2>/dev/null |
+	grep -m1 -q "nosuch: cannot open: No such file" || fail "plugin with a missing map"
+ok "plugin_stackmap resolves the ids of its map's epoch and names the others"

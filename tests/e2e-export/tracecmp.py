@@ -15,7 +15,11 @@ stderr must be empty (no warning), and every record is taken from its text outpu
     event of the same CPU still waiting, with the same pid and flags; the events
     nested above it finish without one), and its frames must be, address for address
     and function for function, the frames host-agent resolved for that event;
-  * a stack_id record: an id host-agent could not resolve either;
+  * a stack_id record: an id host-agent could not resolve either; or, with
+    --plugin-map (a file exported with --stack-ids, as trace-cmd record in the
+    guest has it, read through plugin_stackmap), a stack_id record with the
+    plugin's "=> func (addr)" lines (compared like kernel_stack's) or its "from
+    another epoch" for an id host-agent resolved in an epoch other than --map-epoch;
   * "CPU:N [COUNT EVENTS DROPPED]": events lost before the next record of CPU N
     (the waiting events finish as "lost", as host-agent's pairing does).
 Events are compared per CPU as sorted lists (a coarse trace clock gives equal
@@ -48,7 +52,7 @@ def parse_report(text):
             continue
         m = FRAME.match(line)
         if m:
-            if cur is None or cur['kind'] != 'stack':
+            if cur is None or cur['kind'] not in ('stack', 'stack_id'):
                 raise Fail('a frame line outside a stack record: %r' % line)
             if m.group(2):
                 cur['frames'].append((m.group(1), int(m.group(2), 16)))
@@ -73,7 +77,8 @@ def parse_report(text):
             r['kind'] = 'stack'
             r['frames'] = []
         elif name == 'stack_id':
-            r['kind'] = 'stack_id'
+            r['kind'] = 'stack_id'      # frames when plugin_stackmap resolved it
+            r['frames'] = []
         else:
             r['kind'] = 'event'
         per_cpu[r['cpu']].append(r)
@@ -99,8 +104,12 @@ def pair(records):
             for i in range(len(waiting) - 1, -1, -1):
                 w = waiting[i]
                 if w['pid'] == r['pid'] and w['flags'] == r['flags']:
-                    w['stack'] = (('frames', tuple(r['frames'])) if r['kind'] == 'stack'
-                                  else ('unresolved',))
+                    if r['kind'] == 'stack' or r['frames']:
+                        w['stack'] = ('frames', tuple(r['frames']))
+                    elif 'from another epoch' in r['info']:
+                        w['stack'] = ('other-epoch',)
+                    else:
+                        w['stack'] = ('unresolved',)
                     done.extend(waiting[i:])
                     del waiting[i:]
                     break
@@ -108,8 +117,10 @@ def pair(records):
     return done
 
 
-def host_stack(st):
+def host_stack(st, map_epoch=None):
     k = st['kind']
+    if k == 'stack_id' and map_epoch is not None and st['epoch'] != map_epoch:
+        return ('other-epoch',)
     if k in ('stack_id', 'full'):
         fr = []
         for f in st['frames']:
@@ -163,10 +174,17 @@ def main():
     ap.add_argument('--trace-cmd', default='trace-cmd')
     ap.add_argument('--expect-dropped', action='store_true',
                     help='fail unless trace-cmd shows lost events')
+    ap.add_argument('--plugin-map', help='a stack_map_bin for plugin_stackmap (the file'
+                    ' keeps its stack_id events: export --stack-ids)')
+    ap.add_argument('--map-epoch', type=int, help='the epoch of --plugin-map: its ids'
+                    ' must resolve to host-agent\'s frames, those of other epochs must be'
+                    ' said to be from another epoch')
     a = ap.parse_args()
     try:
-        r = subprocess.run([a.trace_cmd, 'report', '-l', '-t', '-i', a.dat],
-                           capture_output=True, text=True)
+        cmd = [a.trace_cmd, 'report', '-l', '-t', '-i', a.dat]
+        if a.plugin_map:
+            cmd[2:2] = ['-O', 'stackmap:map=' + a.plugin_map]
+        r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0 or r.stderr.strip():
             raise Fail('trace-cmd report: rc %d, stderr: %s' % (r.returncode, r.stderr[:2000]))
         per_cpu = parse_report(r.stdout)
@@ -194,7 +212,7 @@ def main():
             for e in by_cpu.get(cpu, []):
                 sysname, _, info = e['event'].partition(': ')
                 ha.append({'ts': e['ts'], 'pid': e['pid'], 'name': sysname.split('/')[-1],
-                           'info': info, 'stack': host_stack(e['stack'])})
+                           'info': info, 'stack': host_stack(e['stack'], a.map_epoch)})
             ha.sort(key=lambda x: (x['ts'], x['pid'], x['name']))
             if len(tc) != len(ha):
                 raise Fail('CPU %d: trace-cmd shows %d events, host-agent %d'
