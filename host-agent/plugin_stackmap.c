@@ -194,8 +194,7 @@ static int stack_id_handler(struct trace_seq *s, struct tep_record *record,
 	if (!st) {
 		if (sm.tag >= 0 && (uint32_t)sm.tag != smp_id_tag(id))
 			trace_seq_printf(s, " from another epoch: tag %u, the map's ids have tag"
-					 " %d (the map was reset after this event)",
-					 smp_id_tag(id), sm.tag);
+					 " %d", smp_id_tag(id), sm.tag);
 		else
 			trace_seq_puts(s, " not in the map");
 		return 0;
