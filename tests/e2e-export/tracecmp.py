@@ -132,35 +132,43 @@ def host_stack(st, map_epoch=None):
     return (k,)
 
 
-def same_frame(tcf, haf, last_sym):
+def same_frame(tcf, haf, syms):
     (n, a), (s, c) = tcf, haf
     if a != c:
         return False
+    if s == n:
+        return True
+    # Two names at one address (__do_sys_vfork and __x64_sys_vfork): libtraceevent
+    # and host-agent may each pick another; both are the function at that address.
+    if n is not None and s is not None:
+        return bool(syms['addr'].get(n, set()) & syms['addr'].get(s, set()))
     # libtraceevent resolves no address past the start of the highest symbol of the
     # file's kallsyms (it bounds a function by the next one); host-agent does, up to
     # HA_SYM_MAX_SIZE. Any other address unresolved on one side must be on the other.
-    return s == n or (n is None and s == last_sym)
+    return n is None and s == syms['last']
 
 
-def same_stack(tc, ha, last_sym):
+def same_stack(tc, ha, syms):
     if tc[0] != ha[0]:
         return False
     if tc[0] != 'frames':
         return True
     if len(tc[1]) != len(ha[1]):
         return False
-    return all(same_frame(t, h, last_sym) for t, h in zip(tc[1], ha[1]))
+    return all(same_frame(t, h, syms) for t, h in zip(tc[1], ha[1]))
 
 
-def highest_symbol(trace_cmd, dat):
+def file_symbols(trace_cmd, dat):
+    """The file's kallsyms (trace-cmd dump): name -> addresses, and the highest name."""
     r = subprocess.run([trace_cmd, 'dump', '-i', dat, '--kallsyms'], capture_output=True,
                        text=True)
-    best = (-1, None)
+    best, addr = (-1, None), {}
     for line in r.stdout.split('\n'):
         f = line.split()
         if len(f) >= 3 and re.fullmatch(r'[0-9a-f]{8,16}', f[0]):
             best = max(best, (int(f[0], 16), f[2]))
-    return best[1]
+            addr.setdefault(f[2], set()).add(int(f[0], 16))
+    return {'addr': addr, 'last': best[1]}
 
 
 def main():
@@ -188,7 +196,7 @@ def main():
         if r.returncode != 0 or r.stderr.strip():
             raise Fail('trace-cmd report: rc %d, stderr: %s' % (r.returncode, r.stderr[:2000]))
         per_cpu = parse_report(r.stdout)
-        last_sym = highest_symbol(a.trace_cmd, a.dat)
+        syms = file_symbols(a.trace_cmd, a.dat)
         cmd = [a.host_agent, 'report', 'events', '-n', '100000000', '--json',
                '--state-dir', a.state_dir, '--domain-name', a.domain_name]
         if a.boot:
@@ -229,7 +237,7 @@ def main():
                     m = next((k for k, x in enumerate(grp_h)
                               if (x['ts'], x['pid'], x['name']) == (t['ts'], t['pid'], t['name'])
                               and t['info'].endswith(x['info'])
-                              and same_stack(t['stack'], x['stack'], last_sym)), None)
+                              and same_stack(t['stack'], x['stack'], syms)), None)
                     if m is None:
                         raise Fail('CPU %d: trace-cmd event without its twin in host-agent:\n'
                                    '  trace-cmd: %s\n  host-agent candidates: %s'
