@@ -45,6 +45,10 @@ def db_one(run, sql):
 
 def export_and_compare(args, run, name, want_full, want_epochs):
     dat = os.path.join(run.dir, name + '.dat')
+    boots = run.report('boots')
+    check(len(boots) == 1 and boots[0]['events'] > 0,
+          'the guest stored %s boots (%s events): it never streamed (console: %s)'
+          % (len(boots), boots[0]['events'] if boots else 0, run.console))
     t0 = time.monotonic()
     r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', dat,
                         '--state-dir', run.state, '--domain-name', e2s.DOMAIN],
