@@ -93,6 +93,12 @@ def export_and_compare(args, run, name, want_full, want_epochs):
         ' (database %d bytes)'
         % (name, written, secs, written / secs if secs else 0, size, size / max(1, written),
            store[0], store[0] / max(1, store[1]), os.path.getsize(run.db())))
+    os.makedirs(args.artifacts, exist_ok=True)
+    png = os.path.join(args.artifacts, 'kernelshark-%s.png' % name)
+    k = subprocess.run(['bash', os.path.join(HERE, 'kshark-load.sh'), dat, png],
+                       capture_output=True, text=True)
+    log(k.stdout.strip())
+    check(k.returncode == 0, 'KernelShark did not load %s' % dat)
     return dat
 
 
@@ -111,12 +117,16 @@ def main():
     args.workdir = os.path.abspath(args.workdir)
     try:
         kout, initrd = e2s.build(args)
+        # tracing set up once booted (stream.sh e2s_trace=late): boot-time stacks of
+        # every slab allocation can starve the ACPI interpreter on a loaded TCG host
         run = e2s.boot_plain(args, kout, initrd, 'export-resets', 'resets', seconds=10,
-                             extra=['stackmap.e2s_resets=12'])
+                             trace=[], extra=['stackmap.e2s_trace=late',
+                                              'stackmap.e2s_resets=12'])
         export_and_compare(args, run, 'resets', want_full=False, want_epochs=13)
         run.cleanup()
-        run = e2s.boot_plain(args, kout, initrd, 'export-full', 'full', seconds=10,
-                             extra=['ftrace_stackmap.bits=10'])
+        run = e2s.boot_plain(args, kout, initrd, 'export-full', 'full', seconds=20,
+                             trace=[], extra=['stackmap.e2s_trace=late',
+                                              'ftrace_stackmap.bits=10'])
         export_and_compare(args, run, 'full', want_full=True, want_epochs=1)
         run.cleanup()
     except e2s.Fail as e:
