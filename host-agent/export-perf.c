@@ -28,18 +28,18 @@ void ha_perf_script_sample(GString *out, uint64_t ts, uint32_t cpu, int pid,
 	for (guint i = 0; i < nr; i++) {
 		g_autofree char *f = ha_syms_format(syms, ips[i]);
 		char *mod = strstr(f, " [");
+		char *size;
 
-		if (f[0] == '0' && f[1] == 'x') {
+		if (mod)
+			*mod++ = '\0';		/* "name+0xoff/0xsize [module]" */
+		size = strstr(f, "/0x");
+		if (size)
+			*size = '\0';		/* perf prints name+0xoff */
+		if (f[0] == '0' && f[1] == 'x')
 			g_string_append_printf(out, "\t%16" PRIx64 " [unknown] ([unknown])\n", ips[i]);
-			continue;
-		}
-		if (mod) {
-			*mod = '\0';	/* "name+0xoff [module]" */
-			g_string_append_printf(out, "\t%16" PRIx64 " %s (%s)\n", ips[i], f, mod + 1);
-		} else {
-			g_string_append_printf(out, "\t%16" PRIx64 " %s ([kernel.kallsyms])\n",
-					       ips[i], f);
-		}
+		else
+			g_string_append_printf(out, "\t%16" PRIx64 " %s (%s)\n", ips[i], f,
+					       mod ? mod : "[kernel.kallsyms]");
 	}
 	g_string_append_c(out, '\n');
 }
