@@ -31,6 +31,7 @@ typedef struct {
 	uint64_t count;
 	uint64_t ts_min;
 	uint64_t ts_max;
+	bool pending;		/* reports only: events still waiting for their stack */
 } HaHistEnt;
 
 static inline uint64_t ha_hist_key(const HaHistEnt *e)

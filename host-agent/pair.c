@@ -144,6 +144,21 @@ void ha_pair_lost_all(HaPair *p)
 	flush_all(p, HA_STACK_LOST);
 }
 
+void ha_pair_foreach_waiting(const HaPair *p, void (*fn)(uint32_t cpu, uint64_t ts,
+							  int pid, void *user), void *user)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, p->cpus);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		const CpuQ *q = v;
+
+		for (unsigned int i = 0; i < q->n; i++)
+			fn(GPOINTER_TO_UINT(k), q->w[i].ts, q->w[i].pid, user);
+	}
+}
+
 uint64_t ha_pair_orphans(const HaPair *p)
 {
 	return p->orphans;

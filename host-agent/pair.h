@@ -75,6 +75,12 @@ void ha_pair_lost(HaPair *p, uint32_t cpu);
 void ha_pair_lost_all(HaPair *p);
 uint64_t ha_pair_orphans(const HaPair *p);
 
+/* Call @fn for each event still waiting for its stack event, per CPU oldest first.
+ * After a crash these are the events whose stack never reached the host: every
+ * report counts them (as "stack not received"), so that all reports agree. */
+void ha_pair_foreach_waiting(const HaPair *p, void (*fn)(uint32_t cpu, uint64_t ts,
+							  int pid, void *user), void *user);
+
 /* The waiting events (texts dropped), as a new GBytes (g_bytes_unref), so that a
  * restarted host pairs a stack on the next page with its event on a stored one. */
 GBytes *ha_pair_save(const HaPair *p);

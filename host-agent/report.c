@@ -59,6 +59,52 @@ static GArray *ips_from_blob(const void *blob, int bytes)
 }
 
 static const char WHY_SPAN[] = "its events span two epochs with the same tag";
+static const char WHY_PENDING[] = "the stream ended before its stack event";
+
+/* ---- events still waiting for their stack ---------------------------------------- */
+
+static char *pending_key(uint32_t cpu, uint64_t ts, int pid)
+{
+	return g_strdup_printf("%u:%" PRIu64 ":%d", cpu, ts, pid);
+}
+
+static void pending_add(uint32_t cpu, uint64_t ts, int pid, void *set)
+{
+	g_hash_table_add(set, pending_key(cpu, ts, pid));
+}
+
+static void pending_none(const HaPaired *p, void *user)
+{
+	(void)p;
+	(void)user;
+}
+
+/*
+ * The events of @boot that wait for their stack event in the stored pairing state, as
+ * a set of pending_key()s. The ingest counts an event (boots, top, folded) once its
+ * stack event arrives or cannot arrive any more (BYE, lost events); when the stream
+ * ends without BYE (a crash) the last events of each CPU stay waiting: `events`
+ * decodes them, so every report counts them, as "stack not received". A boot whose
+ * stream resumes pairs them and they leave this set. Free with g_hash_table_unref().
+ */
+static GHashTable *pending_events(HaStore *s, int64_t boot)
+{
+	GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT pair_state FROM boots WHERE id = ?", NULL);
+
+	if (!st)
+		return set;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) > 0) {
+		g_autoptr(HaPair) p = ha_pair_new(pending_none, NULL);
+
+		if (ha_pair_load(p, sqlite3_column_blob(st, 0),
+				 (size_t)sqlite3_column_bytes(st, 0)))
+			ha_pair_foreach_waiting(p, pending_add, set);
+	}
+	sqlite3_reset(st);
+	return set;
+}
 
 /*
  * Which epoch does a stack_id seen between ts_min and ts_max belong to? The newest
@@ -197,7 +243,8 @@ static char *stack_label(const Stack *st)
 {
 	switch (st->kind) {
 	case ST_NONE:
-		return g_strdup("[no stack]");
+		return g_strdup(st->why ? "[stack not received: the stream ended before it]" :
+				"[no stack]");
 	case ST_LOST:
 		return g_strdup("[stack lost with the events lost after it]");
 	case ST_MAP:
@@ -527,7 +574,7 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 		g_autofree char *uuid = boot_uuid_str(s, b);
 		g_autofree char *rel = NULL, *start = NULL, *end = NULL, *ended = NULL;
 		int64_t stacks, epochs;
-		uint64_t events, lost_frames, overrun, malformed, explained, unseen;
+		uint64_t events, lost_frames, overrun, malformed, explained, unseen, pending;
 		MapLoss ml;
 
 		if (!st)
@@ -542,7 +589,12 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 		end = fmt_time(sqlite3_column_int64(st, 2));
 		ended = g_strdup((const char *)sqlite3_column_text(st, 3));
 		sqlite3_reset(st);
-		events = sum_u64(s, "SELECT nr_traced FROM chunks WHERE boot = ?", b);
+		{
+			g_autoptr(GHashTable) p = pending_events(s, b);
+
+			pending = g_hash_table_size(p);
+		}
+		events = sum_u64(s, "SELECT nr_traced FROM chunks WHERE boot = ?", b) + pending;
 		lost_frames = sum_u64(s, "SELECT gap_frames FROM streams WHERE boot = ?", b);
 		/* Ring-buffer loss: the larger of what the pages flagged and what the
 		 * guest's per-CPU stats say (they count the same overwritten events). */
@@ -579,9 +631,10 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 					       PRIu64 ",\"unread_events\":%" PRIu64
 					       ",\"unseen_stack_ids\":%" PRIu64 ",\"map_epoch\":%"
 					       PRIu64 ",\"map_successes\":%" PRIu64
-					       ",\"stack_id_events\":%" PRIu64 "}", events, lost_frames,
-					       overrun, stacks, epochs, malformed, ml.unread, unseen,
-					       ml.epoch, ml.successes, ml.stored);
+					       ",\"stack_id_events\":%" PRIu64 ",\"stack_not_received\":%"
+					       PRIu64 "}", events, lost_frames, overrun, stacks, epochs,
+					       malformed, ml.unread, unseen, ml.epoch, ml.successes,
+					       ml.stored, pending);
 		} else {
 			g_autofree char *lost = g_strdup_printf("%" PRIu64 "f/%" PRIu64 "e",
 								lost_frames, overrun);
@@ -650,7 +703,7 @@ static void add_entry(GHashTable *by_key, int64_t boot, Stack *st, uint64_t coun
 	else if (st->kind == ST_FULL)
 		key = g_strdup_printf("%" PRId64 ":f%" PRId64, boot, st->sid);
 	else if (st->kind == ST_NONE)
-		key = g_strdup_printf("%" PRId64 ":none", boot);
+		key = g_strdup_printf("%" PRId64 ":%s", boot, st->why ? "pending" : "none");
 	else if (st->kind == ST_LOST)
 		key = g_strdup_printf("%" PRId64 ":lost", boot);
 	else
@@ -673,8 +726,10 @@ static void add_entry(GHashTable *by_key, int64_t boot, Stack *st, uint64_t coun
 static void resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, Stack *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	if (e->kind == HA_HIST_NONE)
+	if (e->kind == HA_HIST_NONE) {
 		ret->kind = ST_NONE;
+		ret->why = e->pending ? WHY_PENDING : NULL;
+	}
 	else if (e->kind == HA_HIST_ID)
 		resolve_map(s, boot, (uint32_t)(e->id & 0x7fffffff), e->ts_min, e->ts_max, ret);
 	else
@@ -716,6 +771,17 @@ static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *
 		g_array_append_val(ents, e);
 	}
 	sqlite3_reset(st);
+	{
+		g_autoptr(GHashTable) p = pending_events(s, boot);
+
+		if (g_hash_table_size(p)) {
+			HaHistEnt e = { .kind = HA_HIST_NONE, .count = g_hash_table_size(p),
+					.pending = true };
+
+			*ret_total += e.count;
+			g_array_append_val(ents, e);
+		}
+	}
 	*ret_distinct += ents->len;
 	g_array_sort(ents, ent_cmp);
 	for (guint i = 0; i < ents->len && i < resolve_limit; i++) {
@@ -816,6 +882,7 @@ typedef struct {
 	GArray *evs;		/* Ev */
 	HaStore *store;
 	int64_t boot;
+	GHashTable *pending;	/* pending_events() */
 } EvCtx;
 
 typedef struct {
@@ -847,6 +914,11 @@ static void on_paired(const HaPaired *p, void *user)
 		e.st.sid = 0;
 		e.st.ips = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 		g_array_append_vals(e.st.ips, p->ips, p->nr_ips);
+	} else if (g_hash_table_size(x->pending)) {
+		g_autofree char *k = pending_key(p->cpu, p->ts, p->pid);
+
+		if (g_hash_table_contains(x->pending, k))
+			e.st.why = WHY_PENDING;
 	}
 	g_array_append_val(x->evs, e);
 }
@@ -956,6 +1028,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(Ev));
 	EvCtx x = { .evs = evs, .store = s };
 	g_autoptr(HaPair) pair = NULL;
+	g_autoptr(GHashTable) pending = NULL;
 	g_autofree char *uuid = NULL;
 	sqlite3_stmt *st;
 	uint64_t have = 0, bad_pages = 0;
@@ -972,6 +1045,8 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	}
 	boot = g_array_index(ids, int64_t, 0);
 	x.boot = boot;
+	pending = pending_events(s, boot);
+	x.pending = pending;
 	g_array_set_clear_func(evs, ev_clear);
 	tep = load_tep(s, boot);
 	syms = load_syms(s, boot, dw);

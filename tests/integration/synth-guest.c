@@ -54,6 +54,7 @@ typedef struct {
 	char *dump;
 	char *hostile;
 	gboolean no_bye;
+	gint cut_stacks;
 	gboolean no_stacks;
 	gboolean no_formats;
 	gint throttle_us;
@@ -438,6 +439,13 @@ static void gen_event(Guest *g)
 		g->clock += 300000000;	/* an idle gap: a TIME_EXTEND in the page */
 	ts = g->clock;
 	emit_kmalloc(g, cpu, ts, 0, 0, pid, stack_ip(g->epoch, k, 0));
+	if (g->o.cut_stacks && i + (uint64_t)g->o.cut_stacks >= (uint64_t)g->o.events) {
+		/* A crash between these events' commits and their stack events: the
+		 * host keeps them waiting for a stack that never comes. */
+		expect_add(g, g_strdup("[stack not received: the stream ended before it]"), ts);
+		g->clock = ts + 40;
+		return;
+	}
 	if (i % 97 == 5) {
 		/* An interrupt between the event's commit and its stack reservation:
 		 * its own event and stack come first (pair.h). */
@@ -1083,6 +1091,9 @@ int main(int argc, char **argv)
 		{ "expect-events", 0, 0, G_OPTION_ARG_FILENAME, &o->expect_events,
 		  "Write every traced event's \"ts folded\" in time order", "FILE" },
 		{ "no-bye", 0, 0, G_OPTION_ARG_NONE, &o->no_bye, "End without BYE (a crash)", NULL },
+		{ "cut-stacks", 0, 0, G_OPTION_ARG_INT, &o->cut_stacks,
+		  "The last N events (1-8) lose their stack events (with --no-bye: a crash"
+		  " right after their commits)", "N" },
 		{ "no-deep", 0, 0, G_OPTION_ARG_NONE, &no_deep,
 		  "No stack deeper than the map keeps (no full kernel_stack events)", NULL },
 		{ "no-stacks", 0, 0, G_OPTION_ARG_NONE, &o->no_stacks,
@@ -1122,7 +1133,7 @@ int main(int argc, char **argv)
 	}
 	if (!!o->connect_path + !!o->listen_path + !!o->dump != 1 || o->cpus < 1 ||
 	    o->cpus > 64 || o->epochs < 1 || o->stacks < 1 || o->map_bits < 4 ||
-	    o->map_bits > 19 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
+	    o->map_bits > 19 || o->cut_stacks < 0 || o->cut_stacks > 8 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
 		g_printerr("synth-guest: one of --connect/--listen/--dump; sane sizes\n");
 		return 2;
 	}
