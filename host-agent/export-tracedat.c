@@ -34,6 +34,7 @@
 #include "chunk.h"
 #include "proto.h"
 #include "report.h"
+#include "wire.h"
 #include "tep.h"
 
 #define RB_MISSED_EVENTS	(1ull << 31)	/* 6.1 ring_buffer.c, in the commit word */
@@ -191,18 +192,6 @@ typedef struct {
 	HaExportStats *stats;
 } PageOut;
 
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = GUINT32_TO_LE(v);
-	memcpy(p, &v, 4);
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	v = GUINT64_TO_LE(v);
-	memcpy(p, &v, 8);
-}
-
 static void page_flush(PageOut *po)
 {
 	uint64_t commit = po->used;
@@ -211,14 +200,14 @@ static void page_flush(PageOut *po)
 		return;
 	if (po->missed > 0) {
 		commit |= RB_MISSED_EVENTS | RB_MISSED_STORED;
-		put_le64(po->page + po->hdr + po->used, (uint64_t)po->missed);
+		smp_put64(po->page + po->hdr + po->used, (uint64_t)po->missed);
 	} else if (po->missed < 0) {
 		commit |= RB_MISSED_EVENTS;
 	}
 	if (po->missed)
 		po->stats->dropped_marks++;
-	put_le64(po->page, po->page_ts);
-	put_le64(po->page + 8, commit);
+	smp_put64(po->page, po->page_ts);
+	smp_put64(po->page + 8, commit);
 	out_put(po->out, po->page, po->psize);
 	memset(po->page, 0, po->psize);
 	po->open = false;
@@ -286,8 +275,8 @@ static bool page_emit(PageOut *po, uint64_t ts, const void *data, uint32_t size)
 	}
 	p = po->page + po->hdr + po->used;
 	if (ext) {
-		put_le32(p, RB_TIME_EXTEND | (uint32_t)(delta & ((1u << RB_DELTA_BITS) - 1)) << 5);
-		put_le32(p + 4, (uint32_t)(delta >> RB_DELTA_BITS));
+		smp_put32(p, RB_TIME_EXTEND | (uint32_t)(delta & ((1u << RB_DELTA_BITS) - 1)) << 5);
+		smp_put32(p + 4, (uint32_t)(delta >> RB_DELTA_BITS));
 		p += 8;
 		po->used += 8;
 		delta = 0;
@@ -296,11 +285,11 @@ static bool page_emit(PageOut *po, uint64_t ts, const void *data, uint32_t size)
 		uint32_t d = (size + 3u) & ~3u;
 
 		if (d <= RB_MAX_SMALL_DATA && d) {
-			put_le32(p, (d / 4) | (uint32_t)delta << 5);
+			smp_put32(p, (d / 4) | (uint32_t)delta << 5);
 			memcpy(p + 4, data, size);
 		} else {
-			put_le32(p, (uint32_t)delta << 5);
-			put_le32(p + 4, d + 4);
+			smp_put32(p, (uint32_t)delta << 5);
+			smp_put32(p + 4, d + 4);
 			memcpy(p + 8, data, size);
 		}
 	}
@@ -432,7 +421,7 @@ static bool emit_rehydrated(Exporter *x, const HaEvent *ev)
 	memset(x->ev, 0, x->ks_caller_off);
 	memcpy(x->ev, ev->data, 8);		/* common_type, flags, preempt, pid */
 	memcpy(x->ev, &type, 2);
-	put_le32(x->ev + x->ks_size_off, n);
+	smp_put32(x->ev + x->ks_size_off, n);
 	memcpy(x->ev + x->ks_caller_off, ips, 8 * (size_t)n);
 	x->stats->rehydrated++;
 	return page_emit(&x->po, ev->ts, x->ev, size);
