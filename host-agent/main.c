@@ -37,6 +37,7 @@ typedef struct {
 	char *domain;	/* --domain NAME: a libvirt domain */
 	char *uri;	/* --connect URI: libvirt connection (default: libvirt's) */
 	gboolean all;	/* --all-domains: every libvirt domain with the channel */
+	char *dir;	/* --socket-dir DIR: every plain-QEMU VM socket in DIR */
 } HaWatch;
 
 static gboolean on_signal(gpointer loop)
@@ -127,15 +128,42 @@ static int serve_fleet(HaConfig *cfg, const HaWatch *w)
 #endif
 }
 
+/* --socket-dir: one store per VM socket in the directory (source.h). */
+static int serve_dir(HaConfig *cfg, const HaWatch *w)
+{
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaDirSource) dir = NULL;
+	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+	HaLimits lim;
+
+	ha_config_limits(cfg, &lim);
+	dir = ha_dir_source_new(w->dir, cfg->state_dir, &lim, &e);
+	if (!dir) {
+		g_printerr("host-agent: --socket-dir: %s\n", e->message);
+		return 1;
+	}
+	ha_dir_source_start(dir);
+	g_unix_signal_add(SIGTERM, on_signal, loop);
+	g_unix_signal_add(SIGINT, on_signal, loop);
+	g_main_loop_run(loop);
+	g_clear_pointer(&dir, ha_dir_source_free);	/* records how the streams ended */
+	return 0;
+}
+
 static int run_daemon(HaConfig *cfg, const HaWatch *w)
 {
 	g_autofree char *db = NULL;
 	g_autofree char *lock = NULL;
 	int lock_fd, rc;
 
-	if (!!cfg->socket + !!cfg->listen + !!w->domain + !!w->all != 1) {
+	if (!!cfg->socket + !!cfg->listen + !!w->domain + !!w->all + !!w->dir != 1) {
 		g_printerr("host-agent: give exactly one of --socket PATH, --listen PATH,"
-			   " --domain NAME or --all-domains\n");
+			   " --socket-dir DIR, --domain NAME or --all-domains\n");
+		return 2;
+	}
+	if (w->qmp && w->dir) {
+		g_printerr("host-agent: with --socket-dir, each VM's QMP socket is NAME.qmp"
+			   " beside its NAME.sock\n");
 		return 2;
 	}
 	if (w->qmp && (w->domain || w->all)) {
@@ -157,6 +185,8 @@ static int run_daemon(HaConfig *cfg, const HaWatch *w)
 	}
 	if (w->all)
 		return serve_fleet(cfg, w);
+	if (w->dir)
+		return serve_dir(cfg, w);
 	db = ha_config_db_path(cfg);
 	/* One daemon per domain: a second one would fight over the resume points. */
 	lock = g_strconcat(db, ".lock", NULL);
@@ -310,6 +340,9 @@ int main(int argc, char **argv)
 		  "Connect to a QEMU -chardev socket,server=on at PATH", "PATH" },
 		{ "listen", 0, 0, G_OPTION_ARG_FILENAME, &cfg.listen,
 		  "Listen at PATH for a QEMU -chardev socket,server=off", "PATH" },
+		{ "socket-dir", 0, 0, G_OPTION_ARG_FILENAME, &watch.dir,
+		  "Every plain-QEMU VM in DIR: NAME.sock (server=on) and NAME.qmp, each into"
+		  " its own store NAME.db, VMs coming and going", "DIR" },
 		{ "domain", 0, 0, G_OPTION_ARG_STRING, &watch.domain,
 		  "A libvirt domain: its org.stackmap.0 channel and lifecycle (also for"
 		  " attach/detach; the store's name defaults to it)", "NAME" },
@@ -418,6 +451,7 @@ int main(int argc, char **argv)
 	g_free(watch.qmp);
 	g_free(watch.domain);
 	g_free(watch.uri);
+	g_free(watch.dir);
 	g_free(boot);
 	g_free(vmlinux);
 	g_free(cpus);

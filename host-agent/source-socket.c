@@ -278,6 +278,11 @@ bool ha_source_start(HaSource *s, GError **error)
 	return true;
 }
 
+bool ha_source_connected(const HaSource *s)
+{
+	return s->fd >= 0;
+}
+
 void ha_source_free(HaSource *s)
 {
 	if (!s)

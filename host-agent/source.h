@@ -6,7 +6,8 @@
  * through a HaConn (ingest.h) on the GLib main loop; it owns reconnection. Today:
  * a unix socket (QEMU -chardev socket, as client of a server=on chardev or as the
  * server a server=off chardev connects to). Later: libvirt (virDomainOpenChannel and
- * lifecycle events), behind the same three calls.
+ * lifecycle events), behind the same three calls. A directory of VM sockets
+ * (--socket-dir) is a set of socket sources, one per VM.
  */
 #ifndef HA_SOURCE_H
 #define HA_SOURCE_H
@@ -32,9 +33,45 @@ HaSource *ha_source_new_socket(const char *path, bool listen, HaStore *store,
 /* Start producing connections on the thread-default main context. */
 bool ha_source_start(HaSource *s, GError **error);
 
+/* Whether a guest is connected now (its stream may still hold frames to read). */
+bool ha_source_connected(const HaSource *s);
+
 /* Close the current connection (recording how it ended) and stop. */
 void ha_source_free(HaSource *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaSource, ha_source_free)
+
+/*
+ * `--socket-dir DIR`: every plain-QEMU VM whose sockets appear in @dir (source-dir.c).
+ *
+ * The naming rule: DIR/NAME.sock is VM NAME's stackmap port (QEMU `-chardev
+ * socket,path=DIR/NAME.sock,server=on,wait=off`), DIR/NAME.qmp its QMP socket
+ * (`-qmp unix:DIR/NAME.qmp,server=on,wait=off`, optional, for GUEST_PANICKED). NAME
+ * must be a usable store name (ha_store_name_ok()); the VM is stored into
+ * <state-dir>/NAME.db, locked like a single --socket agent's store. Other files are
+ * ignored; a socket whose name is refused is logged once.
+ *
+ * Per VM, an HaSource (client of the socket, the --socket rules: reconnection with
+ * backoff, resume from the store) and, when NAME.qmp exists, an HaQmp. The directory
+ * is watched (GFileMonitor, inotify) and rescanned every HA_DIR_RESCAN_MS besides, so
+ * a missed event (queue overflow) only delays. A VM whose .sock is removed is served
+ * until its connection ends (QEMU removes the socket before the stream's last bytes
+ * are read), then dropped; a .sock replaced by a new one (a new QEMU) is a new
+ * connection. At most HA_DIR_MAX_VMS VMs (and what RLIMIT_NOFILE allows) are served
+ * at once; every connection is bounded by @limits and read non-blocking on one main
+ * loop, a bounded number of reads per wake-up, so one guest never stalls the others.
+ */
+#define HA_DIR_MAX_VMS		256u
+#define HA_DIR_RESCAN_MS	2000u
+
+typedef struct _HaDirSource HaDirSource;
+/* Creates @dir when missing. NULL with @error when it cannot be created or watched. */
+HaDirSource *ha_dir_source_new(const char *dir, const char *state_dir,
+			       const HaLimits *limits, GError **error);
+/* Serves what is there now and follows the directory from then on. */
+void ha_dir_source_start(HaDirSource *d);
+/* Stops every VM's source (recording how each stream ended). */
+void ha_dir_source_free(HaDirSource *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaDirSource, ha_dir_source_free)
 
 /*
  * A libvirt domain's org.stackmap.0 channel (source-libvirt.c; built when libvirt and
