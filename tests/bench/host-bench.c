@@ -32,7 +32,7 @@
 
 #include "proto.h"
 
-static char *ha_path, *sg_path, *dir;
+static char *ha_path, *sg_path, *dir, *wrap, *only;
 static gint64 nevents = 2000000, top_events = 10000000;
 
 static double now(void)
@@ -70,14 +70,27 @@ static void run(char **argv)
 
 static GPid start_daemon(const char *sock, const char *state, const char *domain)
 {
-	char *argv[] = { ha_path, "--listen", (char *)sock, "--state-dir", (char *)state,
+	char *tail[] = { ha_path, "--listen", (char *)sock, "--state-dir", (char *)state,
 			 "--domain-name", (char *)domain, NULL };
+	g_auto(GStrv) head = NULL;
+	g_autoptr(GStrvBuilder) sb = g_strv_builder_new();
+	g_auto(GStrv) argv = NULL;
 	g_autoptr(GError) e = NULL;
 	g_autofree char *log = g_build_filename(dir, "daemon.log", NULL);
 	GPid pid;
 	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
-	if (!g_spawn_async_with_fds(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+	/* --wrap "perf record -g -o FILE --": the daemon runs under a profiler */
+	if (wrap && !g_shell_parse_argv(wrap, NULL, &head, &e)) {
+		g_printerr("host-bench: --wrap: %s\n", e->message);
+		exit(2);
+	}
+	if (head)
+		g_strv_builder_addv(sb, (const char **)head);
+	g_strv_builder_addv(sb, (const char **)tail);
+	argv = g_strv_builder_end(sb);
+	if (!g_spawn_async_with_fds(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD |
+				    G_SPAWN_SEARCH_PATH, NULL, NULL,
 				    &pid, -1, fd, fd, &e)) {
 		g_printerr("host-bench: %s\n", e->message);
 		exit(1);
@@ -92,6 +105,7 @@ static void stop_daemon(GPid pid)
 {
 	int st;
 
+	/* with --wrap, the wrapper forwards SIGTERM to the daemon (perf does) */
 	kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
 	g_spawn_close_pid(pid);
@@ -247,6 +261,8 @@ static double run_variant(const char *title, const char *name, const char *opt1,
 	double tcopy, tingest, cpu0, cpu1, per_event;
 	GPid pid;
 
+	if (only && strcmp(only, name))
+		return 0;
 	if (opt1)
 		gargv[na++] = (char *)opt1;
 	if (opt2)
@@ -320,6 +336,8 @@ int main(int argc, char **argv)
 		{ "synth-guest", 0, 0, G_OPTION_ARG_FILENAME, &sg_path, "synth-guest binary", "PATH" },
 		{ "events", 0, 0, G_OPTION_ARG_INT64, &nevents, "Events for the ingest run", "N" },
 		{ "top-events", 0, 0, G_OPTION_ARG_INT64, &top_events, "Events for the report run (0: skip)", "N" },
+		{ "wrap", 0, 0, G_OPTION_ARG_STRING, &wrap, "Run the ingest daemon under this command (a profiler)", "CMD" },
+		{ "only", 0, 0, G_OPTION_ARG_STRING, &only, "Only this variant: full, sid or none", "NAME" },
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
@@ -345,9 +363,10 @@ int main(int argc, char **argv)
 		double none = run_variant("without stack events", "none", "--no-deep",
 					  "--no-stacks", state);
 
-		printf("  => stored cost of the stack_id events alone: %.2f B per event"
-		       " (stack_id-only run minus no-stack run); full-stack fallback run: %.2f"
-		       " B/event\n", sid - none, full);
+		if (!only)
+			printf("  => stored cost of the stack_id events alone: %.2f B per event"
+			       " (stack_id-only run minus no-stack run); full-stack fallback run:"
+			       " %.2f B/event\n", sid - none, full);
 	}
 
 	if (top_events > 0) {
