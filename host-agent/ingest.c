@@ -65,6 +65,10 @@ struct _HaConn {
 	uint64_t d_gap, d_dup, d_malformed, d_bad_pages, orphans_saved;
 	uint64_t d_missed, d_missed_uncounted;
 	gint64 pending_since;
+	/* The first store failure inside a pairing callback, which cannot return one:
+	 * taken by take_store_error() before the frame counts as applied, and by
+	 * ha_conn_flush() before any commit, so the batch fails with it. */
+	GError *cb_error;
 
 	GByteArray *out;
 	HaConnStats st;
@@ -121,6 +125,7 @@ void ha_conn_free(HaConn *c)
 	g_hash_table_destroy(c->batches);
 	g_hash_table_destroy(c->fullstacks);
 	g_byte_array_unref(c->out);
+	g_clear_error(&c->cb_error);
 	g_free(c->domain);
 	g_free(c->peer);
 	g_free(c);
@@ -281,8 +286,18 @@ static void hist_add(CpuBatch *b, gsize key, uint64_t ts)
 	b->ts_max = MAX(b->ts_max, ts);
 }
 
-/* The id of an inline stack, inserted on first sight. -1 on store failure. */
-static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr)
+/* A store failure seen in a callback fails the frame being applied (and its batch). */
+static bool take_store_error(HaConn *c, GError **error)
+{
+	if (!c->cb_error)
+		return true;
+	c->failed = true;
+	g_propagate_error(error, g_steal_pointer(&c->cb_error));
+	return false;
+}
+
+/* The id of an inline stack, inserted on first sight. -1 with @error on store failure. */
+static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr, GError **error)
 {
 	g_autofree uint64_t *le = g_new(uint64_t, nr ? nr : 1);
 	g_autoptr(GBytes) key = NULL;
@@ -297,21 +312,25 @@ static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr)
 	if (cached)
 		return *cached;
 	st = ha_store_stmt(c->store, "INSERT OR IGNORE INTO fullstacks(boot, ips) VALUES(?,?)",
-			   NULL);
+			   error);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, c->boot);
 	sqlite3_bind_blob(st, 2, le, (int)nr * 8, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		ha_store_set_error(c->store, error, "insert full stack");
 		return -1;
+	}
 	st = ha_store_stmt(c->store, "SELECT id FROM fullstacks WHERE boot = ? AND ips = ?",
-			   NULL);
+			   error);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 1, c->boot);
 	sqlite3_bind_blob(st, 2, le, (int)nr * 8, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		id = sqlite3_column_int64(st, 0);
+	else
+		ha_store_set_error(c->store, error, "find full stack");
 	sqlite3_reset(st);
 	if (id < 0)
 		return -1;
@@ -344,10 +363,14 @@ static void on_paired(const HaPaired *p, void *user)
 			gen = ((uint64_t)reach - tag) >> SMP_ID_TAG_BITS;
 		key = 2 * (gsize)((gen << 31) | p->stack_id) + 2;
 	} else if (p->stack == HA_STACK_FULL) {
-		int64_t id = fullstack_id(c, p->ips, p->nr_ips);
+		int64_t id;
 
-		if (id > 0)
-			key = 2 * (gsize)id + 1;
+		if (c->cb_error)
+			return;	/* the batch fails: nothing of it is counted */
+		id = fullstack_id(c, p->ips, p->nr_ips, &c->cb_error);
+		if (id < 0)
+			return;
+		key = 2 * (gsize)id + 1;
 	}
 	hist_add(b, key, p->ts);
 	c->st.events++;
@@ -430,21 +453,26 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	return true;
 }
 
-static bool over_quota(HaConn *c, uint64_t *ret_used)
+/* The database's size in bytes (pages in use by the open transaction included). */
+static bool db_bytes(HaConn *c, uint64_t *ret_used, GError **error)
 {
 	sqlite3_stmt *st;
-	uint64_t pages = 0, psize = 0;
+	uint64_t pages, psize;
 
-	if (!c->lim.quota_bytes)
+	st = STMT(c, "PRAGMA page_count", error);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		ha_store_set_error(c->store, error, "page_count");
 		return false;
-	st = ha_store_stmt(c->store, "PRAGMA page_count", NULL);
-	if (st && sqlite3_step(st) == SQLITE_ROW)
-		pages = (uint64_t)sqlite3_column_int64(st, 0);
-	st = ha_store_stmt(c->store, "PRAGMA page_size", NULL);
-	if (st && sqlite3_step(st) == SQLITE_ROW)
-		psize = (uint64_t)sqlite3_column_int64(st, 0);
+	}
+	pages = (uint64_t)sqlite3_column_int64(st, 0);
+	st = STMT(c, "PRAGMA page_size", error);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		ha_store_set_error(c->store, error, "page_size");
+		return false;
+	}
+	psize = (uint64_t)sqlite3_column_int64(st, 0);
 	*ret_used = pages * psize;
-	return *ret_used > c->lim.quota_bytes;
+	return true;
 }
 
 bool ha_conn_flush(HaConn *c, GError **error)
@@ -467,6 +495,8 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	}
 	/* Any failure below rolls the batch back; its frames were not acknowledged and
 	 * the guest resends them on its next connection. */
+	if (!take_store_error(c, error))
+		return false;
 	c->failed = true;
 	g_hash_table_iter_init(&it, c->batches);
 	while (g_hash_table_iter_next(&it, &k, &v))
@@ -499,7 +529,9 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	sqlite3_bind_int64(st, 3, c->boot);
 	if (!step_done(c, st, error, "update boot"))
 		return false;
-	if (over_quota(c, &used)) {
+	if (c->lim.quota_bytes && !db_bytes(c, &used, error))
+		return false;
+	if (c->lim.quota_bytes && used > c->lim.quota_bytes) {
 		ha_store_rollback(c->store);
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
 			    "disk quota of domain %s reached: the store would grow to %" PRIu64
@@ -528,6 +560,7 @@ bool ha_conn_flush(HaConn *c, GError **error)
 static bool load_boot_state(HaConn *c, const void *pairs, size_t pairs_len, GError **error)
 {
 	sqlite3_stmt *st;
+	int rc;
 
 	c->tep = ha_tep_new(c->page_size, c->big_endian);
 	c->pair = ha_pair_new(on_paired, c);
@@ -537,7 +570,7 @@ static bool load_boot_state(HaConn *c, const void *pairs, size_t pairs_len, GErr
 	st = STMT(c, "SELECT name, text, kind FROM texts WHERE boot = ? AND kind IN"
 		  " ('format', 'format-refused') ORDER BY seq", error);
 	sqlite3_bind_int64(st, 1, c->boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		g_autoptr(GError) e = NULL;
 		const char *name = (const char *)sqlite3_column_text(st, 0);
 
@@ -549,6 +582,10 @@ static bool load_boot_state(HaConn *c, const void *pairs, size_t pairs_len, GErr
 				       (size_t)sqlite3_column_bytes(st, 1), &e))
 			g_warning("%s: boot %s: stored format: %s", c->domain, c->boot_str,
 				  e->message);
+	}
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(c->store, error, "read stored formats");
+		return false;
 	}
 	sqlite3_reset(st);
 	return true;
@@ -957,8 +994,12 @@ static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
 		sqlite3_bind_int64(st, 1, c->boot);
 		sqlite3_bind_int64(st, 2, c->cur_epoch);
 		sqlite3_bind_int64(st, 3, rec.stack_id);
-		same = sqlite3_step(st) == SQLITE_ROW &&
-		       sqlite3_column_bytes(st, 0) == (int)rec.nr * 8 &&
+		if (sqlite3_step(st) != SQLITE_ROW) {
+			/* INSERT OR IGNORE ignored it, so the row is there: a store failure */
+			ha_store_set_error(c->store, error, "read stored stack");
+			return false;
+		}
+		same = sqlite3_column_bytes(st, 0) == (int)rec.nr * 8 &&
 		       !memcmp(sqlite3_column_blob(st, 0), rec.ips, (size_t)rec.nr * 8);
 		sqlite3_reset(st);
 		if (!same) {
@@ -1173,7 +1214,7 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			return false;
 		if (!c->pending_since)
 			c->pending_since = g_get_monotonic_time();
-		if (!apply(c, f, error)) {
+		if (!apply(c, f, error) || !take_store_error(c, error)) {
 			c->failed = true;	/* never commit a frame applied in part */
 			return false;
 		}

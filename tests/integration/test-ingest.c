@@ -3,7 +3,7 @@
  * Unit tests: one HaConn fed frames directly (no socket): WELCOME resume point,
  * ACK only after commit and cumulative, duplicates acknowledged but not applied, a
  * gap counted, a frame before HELLO refused, a batch over the quota rolled back and
- * never acknowledged.
+ * never acknowledged, a store failure inside the pairing callback failing its batch.
  */
 #include <glib/gstdio.h>
 #include <inttypes.h>
@@ -12,6 +12,7 @@
 #include "guest-formats.h"
 #include "ingest.h"
 #include "proto.h"
+#include "ringpage.h"
 #include "tap.h"
 
 static uint8_t boot_id[16] = { 1, 2, 3 };
@@ -121,6 +122,58 @@ static bool send_epoch(HaConn *c, uint64_t seq, uint64_t epoch, GError **error)
 	long n = smp_delta_put_epoch(p, sizeof(p), epoch, epoch * 100);
 
 	return send_frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
+}
+
+static bool send_formats(HaConn *c, uint64_t *seq, GError **error)
+{
+	g_autofree uint8_t *p = g_malloc(SMP_MAX_PAYLOAD);
+
+	for (unsigned int i = 0; i < gf_nr_formats; i++) {
+		struct smp_format m = {
+			.name = gf_formats[i].name,
+			.name_len = (uint16_t)strlen(gf_formats[i].name),
+			.text = gf_formats[i].text, .text_len = strlen(gf_formats[i].text),
+		};
+		long n = smp_format_encode(&m, p, SMP_MAX_PAYLOAD);
+
+		if (n < 0 || !send_frame(c, SMP_FORMAT, (*seq)++, p, (size_t)n, error))
+			return false;
+	}
+	return true;
+}
+
+static void put_common(uint8_t *d, uint16_t type, int32_t pid)
+{
+	memcpy(d, &type, 2);
+	d[2] = 0;
+	d[3] = 0;
+	memcpy(d + 4, &pid, 4);
+}
+
+/* A PAGE of cpu 0: a kmalloc event and its full kernel_stack of 3 frames at @ip0. */
+static bool send_page_fullstack(HaConn *c, uint64_t seq, uint64_t ip0, GError **error)
+{
+	uint8_t page[4096], km[52] = { 0 }, ks[16 + 3 * 8] = { 0 }, p[8 + sizeof(page)];
+	struct ringpage rp;
+	struct smp_page m = { .cpu = 0, .data = page };
+	int32_t depth = 3;
+	long n;
+
+	put_common(km, GF_ID_KMALLOC, 77);
+	put_common(ks, GF_ID_KERNEL_STACK, 77);
+	memcpy(ks + 8, &depth, 4);
+	for (int i = 0; i < depth; i++) {
+		uint64_t ip = ip0 + 16 * (uint64_t)i;
+
+		memcpy(ks + 16 + 8 * i, &ip, 8);
+	}
+	ringpage_init(&rp, page, sizeof(page));
+	ringpage_reset(&rp, 1000 * seq);
+	ringpage_add(&rp, 1000 * seq, km, sizeof(km));
+	ringpage_add(&rp, 1000 * seq + 5, ks, sizeof(ks));
+	m.data_len = ringpage_finish(&rp);
+	n = smp_page_encode(&m, p, sizeof(p));
+	return n > 0 && send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
 }
 
 static int64_t q1(HaStore *s, const char *sql)
@@ -353,6 +406,69 @@ int main(void)
 		      "the stream's stored malformed count says 2");
 		ha_conn_close(c);
 		ha_conn_free(c);
+	}
+
+	/*
+	 * A store failure inside the pairing callback (a kernel_stack event's stack
+	 * inserted into fullstacks, here refused by a trigger of the real database) fails
+	 * the frame and its batch: nothing of the batch is committed or acknowledged
+	 * (it used to count the event as "no stack" and commit the rest). With the fault
+	 * gone, the guest's resend stores all of it.
+	 */
+	{
+		uint64_t seq = 1, page_seq;
+		int64_t boot;
+
+		boot_id[0] = 9;	/* a boot of its own */
+		c = ha_conn_new(s, &lim, "t", "test");
+		CHECK(send_hello_geo(c, 70, 2, 4096, 10, 0, &e) && send_formats(c, &seq, &e) &&
+		      send_epoch(c, seq, 0, &e) && ha_conn_flush(c, &e) &&
+		      last_out(c, SMP_ACK) == seq, "boot 9: formats and epoch acknowledged (%s)",
+		      e ? e->message : "ok");
+		g_clear_error(&e);
+		seq++;
+		page_seq = seq;
+		CHECK(ha_store_exec(s, "CREATE TRIGGER fault BEFORE INSERT ON fullstacks BEGIN"
+				    " SELECT RAISE(ABORT, 'injected fault'); END", &e),
+		      "fault injected on fullstacks inserts");
+		CHECK(!(send_page_fullstack(c, seq, 0xffffffff81000100ull, &e) &&
+			ha_conn_flush(c, &e)), "the page's frame or its batch fails");
+		CHECK(e && strstr(e->message, "injected fault"), "with the store's error: %s",
+		      e ? e->message : "none");
+		g_clear_error(&e);
+		CHECK(last_out(c, SMP_ACK) == 0, "nothing acknowledged");
+		ha_conn_close(c);
+		CHECK(last_out(c, SMP_ACK) == 0, "nor when the connection closes");
+		ha_conn_free(c);
+		boot = q1(s, "SELECT id FROM boots WHERE hex(boot_uuid) LIKE '0902%'");
+		{
+			g_autofree char *chunks = g_strdup_printf("SELECT COUNT(*) FROM chunks"
+								  " WHERE boot = %" PRId64, boot);
+			g_autofree char *counts = g_strdup_printf("SELECT COALESCE(SUM(count), 0)"
+								  " FROM stack_counts WHERE boot = %"
+								  PRId64, boot);
+			g_autofree char *full = g_strdup_printf("SELECT COALESCE(SUM(count), 0)"
+								" FROM stack_counts WHERE boot = %"
+								PRId64 " AND key %% 2 = 1", boot);
+
+			CHECK(boot > 0 && q1(s, chunks) == 0 && q1(s, counts) == 0 &&
+			      q1(s, "SELECT next_seq FROM streams WHERE stream_id = 70") ==
+			      (int64_t)page_seq, "nothing of the batch stored, next seq %" PRIu64,
+			      page_seq);
+
+			CHECK(ha_store_exec(s, "DROP TRIGGER fault", &e), "fault removed");
+			c = ha_conn_new(s, &lim, "t", "test");
+			CHECK(send_hello_geo(c, 70, 2, 4096, 10, 0, &e) &&
+			      last_out(c, SMP_WELCOME) == page_seq, "the guest resumes at the page");
+			CHECK(send_page_fullstack(c, page_seq, 0xffffffff81000100ull, &e) &&
+			      ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == page_seq,
+			      "resent: stored and acknowledged (%s)", e ? e->message : "ok");
+			g_clear_error(&e);
+			CHECK(q1(s, chunks) == 1 && q1(s, full) == 1 && q1(s, counts) == 1,
+			      "one chunk, the event counted once with its full stack");
+			ha_conn_close(c);
+			ha_conn_free(c);
+		}
 	}
 
 	ha_store_free(s);
