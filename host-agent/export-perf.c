@@ -12,7 +12,9 @@ void ha_perf_script_sample(GString *out, uint64_t ts, uint32_t cpu, int pid,
 	const char *colon = text ? strstr(text, ": ") : NULL;
 	const char *slash = text ? strchr(text, '/') : NULL;
 
-	g_string_append_printf(out, "%16s %6d [%03u] %5" PRIu64 ".%09" PRIu64 ": ", "<...>", pid,
+	/* as perf prints a sample of an event with call chains: COMM unpadded (it pads to
+	 * 16 columns only without them), which speedscope's importer needs */
+	g_string_append_printf(out, "%s %6d [%03u] %5" PRIu64 ".%09" PRIu64 ": ", "<...>", pid,
 			       cpu, ts / 1000000000u, ts % 1000000000u);
 	if (!text) {
 		g_string_append(out, "unknown:\n");
