@@ -1,18 +1,27 @@
 // SPDX-License-Identifier: MIT
 /*
- * export-tracedat.c - a stored boot as a trace-cmd trace.dat, version 6
- * (see export-tracedat.h).
+ * export-tracedat.c - a stored boot as a trace-cmd trace.dat, version 7 with zstd or
+ * version 6 (see export-tracedat.h).
  *
  * Why this writes the documented format itself rather than through libtracecmd's
  * output functions: Debian's libtracecmd exports them, but its header declares only
  * the reader, so using them means declaring private prototypes that may change in any
  * release; and they take their metadata from a tracefs directory (a live one, or one
  * faked on disk) and per-CPU data from files of raw pages, while ours come from the
- * store, page by page, and must be rewritten anyway (stack_id -> kernel_stack). The
- * v6 layout is small and fixed (trace-cmd.dat.v6(5)); v7 adds sections and optional
- * compression, which this writer does not need to be read by every 3.x reader.
+ * store, page by page, and must be rewritten anyway (stack_id -> kernel_stack). Both
+ * layouts are small and documented (trace-cmd.dat.v6(5), trace-cmd.dat.v7(5)).
  *
- * Layout written, in order (numbers little-endian, as the guest's pages):
+ * v7 (the default), in order: magic, "7\0", endian, long size, page size, "zstd\0" and
+ * zstd's version, u64 offset of the options section; the same parts as v6 below, each
+ * a section (u16 id, u16 flags, u32 description string, u64 size) named by an option
+ * with its offset; the flyrecord section (flag compressed): per CPU, page aligned, u32
+ * chunk count then (u32 compressed size, u32 size, zstd frame) per chunk of up to
+ * ZCHUNK_PAGES pages; then the options section (the part offsets, TRACECLOCK, UNAME,
+ * CPUCOUNT, BUFFER with each CPU's offset and compressed size, DONE 0) and the strings
+ * section with the descriptions. libtracecmd reads sections from the options' offsets
+ * and scans them from the header on for strings, so nothing lies between them.
+ *
+ * v6 layout written, in order (numbers little-endian, as the guest's pages):
  *   magic "\x17\x08\x44tracing", "6\0", endian 0, long size 8, page size u32
  *   "header_page\0" u64 + text, "header_event\0" u64 + text
  *   u32 count + (u64 + text) of the ftrace/ formats
@@ -30,6 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "chunk.h"
 #include "proto.h"
@@ -117,6 +127,9 @@ typedef struct {
 	const char *path;
 	bool failed;
 	int err;
+	int version;		/* 6 or 7 */
+	GString *strings;	/* v7: the STRINGS section (section descriptions) */
+	GByteArray *opts;	/* v7: the options, written after the data */
 } Out;
 
 static void out_put(Out *o, const void *p, size_t n)
@@ -173,6 +186,131 @@ static uint64_t out_tell(Out *o)
 	return (uint64_t)t;
 }
 
+static void out_seek(Out *o, uint64_t at)
+{
+	if (!o->failed && fseeko(o->f, (off_t)at, SEEK_SET) < 0) {
+		o->failed = true;
+		o->err = errno;
+	}
+}
+
+/* Zeros up to the next multiple of @align. */
+static void out_align(Out *o, uint32_t align)
+{
+	static const uint8_t zero[256];
+	uint64_t at = out_tell(o);
+
+	while (at % align) {
+		uint64_t n = MIN(align - at % align, sizeof(zero));
+
+		out_put(o, zero, n);
+		at += n;
+	}
+}
+
+/* ---- v7 sections and options (trace-cmd.dat.v7(5)) --------------------------------------- */
+
+enum {
+	OPT_DONE = 0, OPT_BUFFER = 3, OPT_TRACECLOCK = 4, OPT_UNAME = 5, OPT_CPUCOUNT = 8,
+	OPT_STRINGS = 15, OPT_HEADER_INFO = 16, OPT_FTRACE_EVENTS = 17, OPT_EVENT_FORMATS = 18,
+	OPT_KALLSYMS = 19, OPT_PRINTK = 20, OPT_CMDLINES = 21,
+};
+#define SEC_COMPRESSED	1u	/* section flag: the data is compressed */
+
+static void opt_add(Out *o, uint16_t id, const void *data, uint32_t size)
+{
+	uint16_t i = GUINT16_TO_LE(id);
+	uint32_t n = GUINT32_TO_LE(size);
+
+	g_byte_array_append(o->opts, (const guint8 *)&i, 2);
+	g_byte_array_append(o->opts, (const guint8 *)&n, 4);
+	g_byte_array_append(o->opts, data, size);
+}
+
+static void opt_u64(Out *o, uint16_t id, uint64_t v)
+{
+	v = GUINT64_TO_LE(v);
+	opt_add(o, id, &v, 8);
+}
+
+/*
+ * v7: start a section (id, flags, description's string id, size to come). Returns
+ * where its size goes for sec_end(), 0 in a v6 file, which has no sections. With
+ * @opt, an option of that id gives the section's offset.
+ */
+static uint64_t sec_begin(Out *o, uint16_t id, uint16_t flags, const char *desc, bool opt)
+{
+	uint64_t at;
+
+	if (o->version < 7)
+		return 0;
+	if (opt)
+		opt_u64(o, id, out_tell(o));
+	out_u16(o, id);
+	out_u16(o, flags);
+	out_u32(o, (uint32_t)o->strings->len);
+	g_string_append_len(o->strings, desc, (gssize)strlen(desc) + 1);
+	at = out_tell(o);
+	out_u64(o, 0);
+	return at;
+}
+
+static void sec_end(Out *o, uint64_t at)
+{
+	uint64_t end;
+
+	if (!at)
+		return;
+	end = out_tell(o);
+	out_seek(o, at);
+	out_u64(o, end - at - 8);
+	out_seek(o, end);
+}
+
+/* ---- zstd chunks of a CPU's pages (v7's compressed trace data) ------------------------------ */
+
+#define ZCHUNK_PAGES	64u	/* pages per compressed chunk */
+
+typedef struct {
+	ZSTD_CCtx *cctx;
+	uint8_t *raw;		/* ZCHUNK_PAGES pages */
+	size_t raw_len, raw_cap;
+	uint8_t *z;
+	size_t z_cap;
+	uint32_t chunks;	/* of the CPU being written */
+	uint64_t raw_bytes;	/* all CPUs, before compression */
+} Zout;
+
+static void zout_flush(Zout *z, Out *o)
+{
+	size_t n;
+
+	if (!z->raw_len)
+		return;
+	n = ZSTD_compress2(z->cctx, z->z, z->z_cap, z->raw, z->raw_len);
+	if (ZSTD_isError(n)) {
+		if (!o->failed) {
+			o->failed = true;
+			o->err = ENOMEM;
+		}
+		return;
+	}
+	out_u32(o, (uint32_t)n);
+	out_u32(o, (uint32_t)z->raw_len);
+	out_put(o, z->z, n);
+	z->raw_bytes += z->raw_len;
+	z->raw_len = 0;
+	z->chunks++;
+}
+
+static void zout_add(Zout *z, Out *o, const void *page, uint32_t psize)
+{
+	memcpy(z->raw + z->raw_len, page, psize);
+	z->raw_len += psize;
+	if (z->raw_len + psize > z->raw_cap)
+		zout_flush(z, o);
+}
+
 /* ---- pages --------------------------------------------------------------------------- */
 
 /* One CPU's output pages, in the guest's 6.1 layout: u64 timestamp, u64 commit (with
@@ -190,6 +328,7 @@ typedef struct {
 	long pending;		/* lost before the next event written */
 	uint64_t pages;
 	HaExportStats *stats;
+	Zout *z;		/* compress the pages (v7), or NULL */
 } PageOut;
 
 static void page_flush(PageOut *po)
@@ -208,7 +347,10 @@ static void page_flush(PageOut *po)
 		po->stats->dropped_marks++;
 	smp_put64(po->page, po->page_ts);
 	smp_put64(po->page + 8, commit);
-	out_put(po->out, po->page, po->psize);
+	if (po->z)
+		zout_add(po->z, po->out, po->page, po->psize);
+	else
+		out_put(po->out, po->page, po->psize);
 	memset(po->page, 0, po->psize);
 	po->open = false;
 	po->used = 0;
@@ -571,8 +713,13 @@ static GBytes *load_kallsyms(Exporter *x)
 	return g_string_free_to_bytes(t);
 }
 
-static void write_header(Exporter *x, Out *out, GArray *fs, GBytes *ksyms, uint32_t psize,
-			 uint32_t slots, const char *clock, const char *release)
+/*
+ * Everything before the trace data: v6's fixed sequence, or v7's compression header
+ * and one section per part, each named by an option (written after the data).
+ */
+static void write_header(Out *out, GArray *fs, GBytes *ksyms, uint32_t psize,
+			 uint32_t slots, const char *clock, const char *release,
+			 uint64_t *ret_options_at)
 {
 	static const uint8_t magic[] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 	g_autoptr(GPtrArray) systems = g_ptr_array_new_with_free_func(g_free);
@@ -584,16 +731,26 @@ static void write_header(Exporter *x, Out *out, GArray *fs, GBytes *ksyms, uint3
 	g_autoptr(GBytes) empty = g_bytes_new_static("", 0);
 	size_t klen;
 	const void *k = g_bytes_get_data(ksyms, &klen);
+	uint64_t sec;
 
-	(void)x;
 	out_put(out, magic, sizeof(magic));
-	out_str0(out, "6");
+	out_str0(out, out->version >= 7 ? "7" : "6");
 	out_put(out, "\0\010", 2);	/* little endian, 8-byte long */
 	out_u32(out, psize);
+	if (out->version >= 7) {
+		out_str0(out, "zstd");
+		out_str0(out, ZSTD_versionString());
+		*ret_options_at = out_tell(out);
+		out_u64(out, 0);	/* the options section, filled in last */
+	}
+	sec = sec_begin(out, OPT_HEADER_INFO, 0, "headers", true);
 	out_put(out, "header_page", 12);
 	out_text64(out, hp ? hp->text : empty);
 	out_put(out, "header_event", 13);
 	out_text64(out, he ? he->text : empty);
+	sec_end(out, sec);
+
+	sec = sec_begin(out, OPT_FTRACE_EVENTS, 0, "ftrace events", true);
 	for (guint i = 0; i < fs->len; i++)
 		if (g_str_has_prefix(g_array_index(fs, Format, i).name, "ftrace/"))
 			nftrace++;
@@ -601,7 +758,10 @@ static void write_header(Exporter *x, Out *out, GArray *fs, GBytes *ksyms, uint3
 	for (guint i = 0; i < fs->len; i++)
 		if (g_str_has_prefix(g_array_index(fs, Format, i).name, "ftrace/"))
 			out_text64(out, g_array_index(fs, Format, i).text);
+	sec_end(out, sec);
+
 	/* the other systems, in name order (fs is sorted) */
+	sec = sec_begin(out, OPT_EVENT_FORMATS, 0, "events format", true);
 	for (guint i = 0; i < fs->len; i++) {
 		const char *n = g_array_index(fs, Format, i).name;
 		const char *slash = strchr(n, '/');
@@ -633,20 +793,81 @@ static void write_header(Exporter *x, Out *out, GArray *fs, GBytes *ksyms, uint3
 				out_text64(out, g_array_index(fs, Format, i).text);
 		}
 	}
+	sec_end(out, sec);
+
+	sec = sec_begin(out, OPT_KALLSYMS, 0, "kallsyms", true);
 	out_u32(out, (uint32_t)klen);
 	out_put(out, k, klen);
+	sec_end(out, sec);
+	sec = sec_begin(out, OPT_PRINTK, 0, "printk", true);
 	out_u32(out, 0);		/* printk formats: not sent by the guest */
+	sec_end(out, sec);
+	sec = sec_begin(out, OPT_CMDLINES, 0, "command lines", true);
 	out_u64(out, 0);		/* saved cmdlines: not sent by the guest */
+	sec_end(out, sec);
+
+	if (out->version >= 7) {
+		uint32_t n = GUINT32_TO_LE(slots);
+
+		opt_add(out, OPT_TRACECLOCK, clk, (uint32_t)strlen(clk) + 1);
+		opt_add(out, OPT_UNAME, uname, (uint32_t)strlen(uname) + 1);
+		opt_add(out, OPT_CPUCOUNT, &n, 4);
+		return;
+	}
 	out_u32(out, slots);
 	out_put(out, "options  ", 10);
-	out_u16(out, 4);		/* TRACECLOCK */
+	out_u16(out, OPT_TRACECLOCK);
 	out_u32(out, (uint32_t)strlen(clk) + 1);
 	out_str0(out, clk);
-	out_u16(out, 5);		/* UNAME */
+	out_u16(out, OPT_UNAME);
 	out_u32(out, (uint32_t)strlen(uname) + 1);
 	out_str0(out, uname);
-	out_u16(out, 0);		/* end of options */
+	out_u16(out, OPT_DONE);
 	out_put(out, "flyrecord", 10);
+}
+
+/*
+ * v7, after the data: the BUFFER option naming each CPU's data, the options section,
+ * the strings section, and the header's pointer to the options.
+ */
+static void write_trailer_v7(Out *out, uint64_t options_at, uint64_t flyrecord,
+			     const char *clock, uint32_t psize, uint32_t slots,
+			     const uint64_t *table)
+{
+	g_autoptr(GByteArray) b = g_byte_array_new();
+	uint64_t v, sec, opts;
+	uint32_t u;
+
+	v = GUINT64_TO_LE(flyrecord);
+	g_byte_array_append(b, (const guint8 *)&v, 8);
+	g_byte_array_append(b, (const guint8 *)"", 1);	/* the top instance */
+	g_byte_array_append(b, (const guint8 *)clock, (guint)strlen(clock) + 1);
+	u = GUINT32_TO_LE(psize);
+	g_byte_array_append(b, (const guint8 *)&u, 4);
+	u = GUINT32_TO_LE(slots);
+	g_byte_array_append(b, (const guint8 *)&u, 4);
+	for (uint32_t c = 0; c < slots; c++) {
+		u = GUINT32_TO_LE(c);
+		g_byte_array_append(b, (const guint8 *)&u, 4);
+		v = GUINT64_TO_LE(table[2 * c]);
+		g_byte_array_append(b, (const guint8 *)&v, 8);
+		v = GUINT64_TO_LE(table[2 * c + 1]);
+		g_byte_array_append(b, (const guint8 *)&v, 8);
+	}
+	opt_add(out, OPT_BUFFER, b->data, b->len);
+	opt_u64(out, OPT_DONE, 0);	/* no next options section */
+
+	opts = out_tell(out);
+	sec = sec_begin(out, OPT_DONE, 0, "options", false);
+	out_put(out, out->opts->data, out->opts->len);
+	sec_end(out, sec);
+	sec = sec_begin(out, OPT_STRINGS, 0, "strings", false);
+	out_put(out, out->strings->str, out->strings->len);
+	sec_end(out, sec);
+	v = out_tell(out);
+	out_seek(out, options_at);
+	out_u64(out, opts);
+	out_seek(out, v);
 }
 
 bool *ha_export_parse_cpus(const char *list, uint32_t nr_cpus, GError **error)
@@ -758,10 +979,13 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	HaExportStats stats = { 0 };
 	Exporter x = { .store = s, .o = o, .stats = &stats, .epochs = epochs,
 		       .stacks = stacks, .kstack_id = -1 };
-	Out out = { 0 };
+	g_autoptr(GString) strings = g_string_new(NULL);
+	g_autoptr(GByteArray) opts = g_byte_array_new();
+	Out out = { .version = o->version >= 7 ? 7 : 6, .strings = strings, .opts = opts };
+	Zout z = { 0 };
 	Progress pr = { .start = g_get_monotonic_time(), .on = o->progress && isatty(2) };
 	uint32_t psize = 0, flags = 0, nr_cpus = 0, hp_off, hp_size, slots;
-	uint64_t table_at, total = 0, done = 0;
+	uint64_t table_at = 0, options_at = 0, flyrecord = 0, fly_sec = 0, total = 0, done = 0;
 	const Format *f;
 	sqlite3_stmt *st;
 	bool ok = false;
@@ -865,48 +1089,79 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 			    g_strerror(errno));
 		goto done;
 	}
-	write_header(&x, &out, fs, ksyms, psize, slots, clock ? clock : "local", release);
-	table_at = out_tell(&out);
+	write_header(&out, fs, ksyms, psize, slots, clock ? clock : "local", release,
+		     &options_at);
 	table = g_new0(uint64_t, 2 * (gsize)slots);
-	for (uint32_t c = 0; c < 2 * slots; c++)
-		out_u64(&out, 0);
-	{
+	if (out.version < 7) {
 		g_autofree char *clk = g_strdup_printf("[%s]\n", clock ? clock : "local");
 		g_autoptr(GBytes) b = g_bytes_new(clk, strlen(clk));
-		uint64_t at;
 
+		table_at = out_tell(&out);
+		for (uint32_t c = 0; c < 2 * slots; c++)
+			out_u64(&out, 0);
 		out_text64(&out, b);	/* v6 with TRACECLOCK: the trace_clock file */
-		at = out_tell(&out);
-		for (; at % psize; at++)
-			out_put(&out, "", 1);
+	} else {
+		flyrecord = out_tell(&out);
+		fly_sec = sec_begin(&out, OPT_BUFFER, SEC_COMPRESSED, "buffer flyrecord", false);
+		z.cctx = ZSTD_createCCtx();
+		z.raw_cap = (size_t)ZCHUNK_PAGES * psize;
+		z.raw = g_malloc(z.raw_cap);
+		z.z_cap = ZSTD_compressBound(z.raw_cap);
+		z.z = g_malloc(z.z_cap);
+		if (!z.cctx) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "no zstd context");
+			goto done;
+		}
 	}
 	pagebuf = g_malloc0(psize);
 	evbuf = g_malloc0(psize);
 	x.ev = evbuf;
 	x.po = (PageOut){ .out = &out, .page = pagebuf, .psize = psize, .hdr = hp_off,
-			  .stats = &stats };
+			  .stats = &stats, .z = z.cctx ? &z : NULL };
 	for (uint32_t c = 0; c < slots && !out.failed; c++) {
-		uint64_t start = out_tell(&out), before = x.po.pages;
+		uint64_t start, before = x.po.pages;
 
 		if (sel && !sel[c])
 			continue;
+		out_align(&out, psize);	/* each CPU's data starts on a page */
+		start = out_tell(&out);
+		if (x.po.z) {
+			z.chunks = 0;
+			out_u32(&out, 0);	/* the chunk count, filled in below */
+		}
 		if (!write_cpu(&x, c, &pr, &done, total)) {
 			g_propagate_error(error, g_steal_pointer(&x.error));
 			goto done;
 		}
 		table[2 * c] = start;
-		table[2 * c + 1] = (x.po.pages - before) * psize;
+		if (x.po.z) {
+			uint64_t end;
+
+			zout_flush(&z, &out);
+			end = out_tell(&out);
+			out_seek(&out, start);
+			out_u32(&out, z.chunks);
+			out_seek(&out, end);
+			table[2 * c + 1] = z.chunks ? end - start : 0;
+		} else {
+			table[2 * c + 1] = (x.po.pages - before) * psize;
+		}
 		if (!table[2 * c + 1])
 			table[2 * c] = 0;
 	}
+	if (out.version >= 7) {
+		sec_end(&out, fly_sec);
+		write_trailer_v7(&out, options_at, flyrecord, clock ? clock : "local", psize,
+				 slots, table);
+	}
 	stats.pages = x.po.pages;
 	stats.file_bytes = out_tell(&out);
-	if (fseeko(out.f, (off_t)table_at, SEEK_SET) < 0) {
-		out.failed = true;
-		out.err = errno;
+	stats.raw_page_bytes = x.po.z ? z.raw_bytes : x.po.pages * psize;
+	if (out.version < 7) {
+		out_seek(&out, table_at);
+		for (uint32_t c = 0; c < 2 * slots; c++)
+			out_u64(&out, table[c]);
 	}
-	for (uint32_t c = 0; c < 2 * slots; c++)
-		out_u64(&out, table[c]);
 	if (fflush(out.f) != 0 || fsync(fileno(out.f)) != 0) {
 		if (!out.failed)
 			out.err = errno;
@@ -940,5 +1195,8 @@ done:
 		unlink(part);
 	g_clear_error(&x.error);
 	ha_tep_free(x.tep);
+	ZSTD_freeCCtx(z.cctx);
+	g_free(z.raw);
+	g_free(z.z);
 	return ok;
 }

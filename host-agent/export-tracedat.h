@@ -2,8 +2,10 @@
 /*
  * export-tracedat.h - one stored boot as a trace-cmd trace.dat.
  *
- * The file is trace-cmd's documented format version 6 (trace-cmd.dat.v6(5)), the one
- * every libtracecmd reader opens (trace-cmd report, KernelShark): the guest's own
+ * The file is trace-cmd's documented format version 7 (trace-cmd.dat.v7(5): sections
+ * named by options, each CPU's pages in zstd chunks), which libtracecmd 3.x reads
+ * (trace-cmd report, KernelShark 2.x), or on request version 6 (trace-cmd.dat.v6(5),
+ * uncompressed, also for older readers). Both carry the guest's own
  * header_page/header_event and event FORMAT texts, its kallsyms snapshot, a
  * TRACECLOCK option naming the boot's trace clock, then one run of ring-buffer pages
  * per CPU ("flyrecord"), each CPU's events in the order its ring buffer had them.
@@ -42,6 +44,7 @@ typedef struct {
 	bool progress;		/* progress on stderr when it is a terminal */
 	bool stack_ids;		/* keep stack_id events as they are (what trace-cmd
 				 * record in the guest captures: plugin_stackmap.c) */
+	int version;		/* 7 (sections, zstd-compressed pages) or 6 (plain) */
 } HaExportOpts;
 
 typedef struct {
@@ -53,6 +56,7 @@ typedef struct {
 	uint64_t out_of_order;	/* events older than their predecessor (delta 0) */
 	uint64_t pages;		/* pages written */
 	uint64_t file_bytes;	/* size of the file */
+	uint64_t raw_page_bytes; /* the pages before compression (v7) */
 	uint64_t store_bytes;	/* compressed chunk bytes read from the store */
 	uint32_t nr_cpus;	/* CPU slots in the file */
 } HaExportStats;

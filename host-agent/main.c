@@ -276,7 +276,7 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 /* `export trace.dat -o FILE`: a stored boot for trace-cmd and KernelShark. */
 static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		      double since, double until, const char *cpus, const char *output,
-		      bool stack_ids)
+		      bool stack_ids, int dat_version)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
@@ -290,13 +290,18 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		.output = output,
 		.progress = true,
 		.stack_ids = stack_ids,
+		.version = dat_version,
 	};
 	gint64 t0 = g_get_monotonic_time();
 	double secs;
 
 	if (argc < 1 || strcmp(argv[0], "trace.dat") || !output) {
 		g_printerr("host-agent export: usage: export trace.dat -o FILE [--boot B]"
-			   " [--since S] [--until S] [--cpus LIST]\n");
+			   " [--since S] [--until S] [--cpus LIST] [--dat-version 7|6]\n");
+		return 2;
+	}
+	if (dat_version != 6 && dat_version != 7) {
+		g_printerr("host-agent export: --dat-version %d: 7 (zstd) or 6\n", dat_version);
 		return 2;
 	}
 	if (!g_file_test(db, G_FILE_TEST_EXISTS)) {
@@ -316,6 +321,9 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		   " kept as stack_id, %" G_GUINT64_FORMAT " pages flagged with lost events),"
 		   " %" G_GUINT64_FORMAT " bytes, %.2f s\n", output, st.events, st.nr_cpus,
 		   st.rehydrated, st.unresolved, st.dropped_marks, st.file_bytes, secs);
+	if (dat_version >= 7)
+		g_printerr("host-agent export: v7, pages zstd-compressed: %" G_GUINT64_FORMAT
+			   " bytes of pages before compression\n", st.raw_page_bytes);
 	if (st.truncated || st.out_of_order)
 		g_printerr("host-agent export: %" G_GUINT64_FORMAT " stacks cut to fit a page, %"
 			   G_GUINT64_FORMAT " events older than the one before them\n",
@@ -328,6 +336,7 @@ int main(int argc, char **argv)
 	HaConfig cfg;
 	HaWatch watch = { 0 };
 	gboolean version = FALSE, json = FALSE, stack_ids = FALSE;
+	int dat_version = 7;
 	bool loaded;
 	char *boot = NULL, *vmlinux = NULL, *cpus = NULL, *output = NULL;
 	char *format = NULL, *event = NULL;
@@ -390,6 +399,8 @@ int main(int argc, char **argv)
 		{ "stack-ids", 0, 0, G_OPTION_ARG_NONE, &stack_ids,
 		  "export: keep stack_id events (as trace-cmd record in the guest has them)",
 		  NULL },
+		{ "dat-version", 0, 0, G_OPTION_ARG_INT, &dat_version,
+		  "export: trace.dat version, 7 (default: zstd-compressed) or 6", "N" },
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
 		  "export: the file to write", "FILE" },
 		{ "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
@@ -438,7 +449,7 @@ int main(int argc, char **argv)
 				until, format, event);
 	else if (argc > 1 && strcmp(argv[1], "export") == 0)
 		rc = run_export(&cfg, argc - 2, argv + 2, boot, since, until, cpus, output,
-				stack_ids);
+				stack_ids, dat_version);
 	else if (argc > 1 && (strcmp(argv[1], "attach") == 0 ||
 			      strcmp(argv[1], "detach") == 0))
 		rc = run_attach(&watch, argv[1][0] == 'a');

@@ -1,7 +1,8 @@
 # host-agent export trace.dat, read by Debian's trace-cmd: a synthetic guest's boot
 # (4 CPUs, 30 map epochs, a map small enough to fill (full stacks), 7 events lost in
 # the guest's ring buffer) compared event by event with report events --json
-# (tracecmp.py); then --cpus, --since/--until, and refused arguments.
+# (tracecmp.py), as v7 with zstd (the default) and as v6; then --cpus, --since/--until,
+# and refused arguments.
 . "$1"
 TRACECMP=$2
 : "${TRACE_CMD:?}"
@@ -20,8 +21,21 @@ python3 "$TRACECMP" --trace-cmd "$TRACE_CMD" --host-agent "$HOST_AGENT" --state-
 cat "$T/cmp"
 grep -q "^tracecmp: 40000 events equal on 4 CPUs" "$T/cmp" || fail "not every event compared"
 grep -q "(7 events counted)" "$T/cmp" || fail "the 7 lost events are not where trace-cmd shows them"
-"$TRACE_CMD" dump -i "$T/all.dat" --summary 2>&1 | grep -q '\[local\]' || fail "trace clock"
-ok "trace.dat equals report events, event by event"
+"$TRACE_CMD" dump -i "$T/all.dat" --summary >"$T/summary" 2>&1
+grep -q '"local" clock' "$T/summary" || fail "trace clock"
+grep -q '^[[:space:]]*7[[:space:]]*\[Version\]' "$T/summary" &&
+	grep -q 'zstd[[:space:]]*\[Compression algorithm\]' "$T/summary" || fail "not v7 with zstd"
+ok "trace.dat (v7, zstd) equals report events, event by event"
+
+# --dat-version 6: the same events, uncompressed, in the older layout
+ha export trace.dat --dat-version 6 -o "$T/v6.dat" 2>/dev/null || fail "export v6"
+python3 "$TRACECMP" --trace-cmd "$TRACE_CMD" --host-agent "$HOST_AGENT" --state-dir "$T/state" \
+	--domain-name vm --dat "$T/v6.dat" --expect-dropped >"$T/cmp6" || { cat "$T/cmp6"; fail "tracecmp v6"; }
+grep -q "^tracecmp: 40000 events equal on 4 CPUs" "$T/cmp6" || fail "v6: not every event compared"
+"$TRACE_CMD" dump -i "$T/v6.dat" --summary 2>&1 | grep -q '\[local\]' || fail "v6 trace clock"
+v6=$(stat -c %s "$T/v6.dat") v7=$(stat -c %s "$T/all.dat")
+[ "$v7" -lt "$v6" ] || fail "v7 with zstd ($v7 bytes) not smaller than v6 ($v6 bytes)"
+ok "v6 equals report events too; v7 $v7 bytes, v6 $v6 bytes"
 
 # --cpus: only those CPUs' events, the others' slots empty
 ha export trace.dat --cpus 1,3 -o "$T/c13.dat" 2>/dev/null || fail "export --cpus"
