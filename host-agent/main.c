@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "attach.h"
+#ifdef HA_HAVE_CLICKHOUSE
+#include "clickhouse.h"
+#endif
 #include "config.h"
 #include "export-tracedat.h"
 #ifdef HA_HAVE_LIBVIRT
@@ -38,6 +41,10 @@ typedef struct {
 	char *uri;	/* --connect URI: libvirt connection (default: libvirt's) */
 	gboolean all;	/* --all-domains: every libvirt domain with the channel */
 	char *dir;	/* --socket-dir DIR: every plain-QEMU VM socket in DIR */
+	char *clickhouse;	/* --clickhouse URL: the fleet store */
+	char *host;	/* --host NAME: this host in the fleet store */
+	char *ended;	/* report --clickhouse: only boots that ended so */
+	gboolean domain_given;	/* --domain-name set (a filter of fleet reports) */
 } HaWatch;
 
 static gboolean on_signal(gpointer loop)
@@ -183,6 +190,26 @@ static int run_daemon(HaConfig *cfg, const HaWatch *w)
 			   g_strerror(errno));
 		return 1;
 	}
+	if (w->clickhouse) {
+#ifdef HA_HAVE_CLICKHOUSE
+		g_autoptr(GError) e = NULL;
+		g_autoptr(HaChRepl) repl = ha_ch_repl_start(w->clickhouse, cfg->state_dir,
+							    w->host ? w->host : g_get_host_name(),
+							    2000, &e);
+		HaWatch inner = *w;
+
+		if (!repl) {
+			g_printerr("host-agent: %s\n", e->message);
+			return 2;
+		}
+		inner.clickhouse = NULL;
+		return run_daemon(cfg, &inner);	/* then a last round, and the thread ends */
+#else
+		g_printerr("host-agent: built without libcurl and json-glib: --clickhouse is"
+			   " not available\n");
+		return 2;
+#endif
+	}
 	if (w->all)
 		return serve_fleet(cfg, w);
 	if (w->dir)
@@ -201,6 +228,87 @@ static int run_daemon(HaConfig *cfg, const HaWatch *w)
 	rc = serve(cfg, w, db);
 	close(lock_fd);
 	return rc;
+}
+
+/* `ship STORE URL`: a store's boots into ClickHouse (clickhouse.h). STORE is a .db
+ * file or a domain name in the state dir. */
+static int run_ship(HaConfig *cfg, const HaWatch *w, int argc, char **argv)
+{
+#ifdef HA_HAVE_CLICKHOUSE
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaStore) store = NULL;
+	g_autoptr(HaCh) ch = NULL;
+	g_autofree char *db = NULL;
+	g_autofree char *base = NULL;
+	g_autofree char *mark = NULL;
+	HaShipStats st = { 0 };
+	gint64 t0 = g_get_monotonic_time();
+	double secs;
+
+	if (argc != 2) {
+		g_printerr("host-agent ship: usage: ship STORE URL [--host NAME]\n");
+		return 2;
+	}
+	if (g_file_test(argv[0], G_FILE_TEST_IS_REGULAR)) {
+		db = g_strdup(argv[0]);
+	} else if (ha_store_name_ok(argv[0])) {
+		g_autofree char *f = g_strconcat(argv[0], ".db", NULL);
+
+		db = g_build_filename(cfg->state_dir, f, NULL);
+	}
+	if (!db || !g_file_test(db, G_FILE_TEST_IS_REGULAR)) {
+		g_printerr("host-agent ship: no store %s\n", argv[0]);
+		return 1;
+	}
+	base = g_path_get_basename(db);
+	if (g_str_has_suffix(base, ".db"))
+		base[strlen(base) - 3] = '\0';
+	mark = g_strconcat(db, ".ship", NULL);
+	store = ha_store_open(db, true, &e);
+	ch = store ? ha_ch_new(argv[1], &e) : NULL;
+	if (!ch || !ha_ch_ship(ch, store, w->host ? w->host : g_get_host_name(), base, mark,
+			       &st, &e)) {
+		g_printerr("host-agent ship: %s\n", e->message);
+		return 1;
+	}
+	secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+	g_printerr("host-agent ship: %s: %u boots shipped (%u unchanged), %" G_GUINT64_FORMAT
+		   " rows, %" G_GUINT64_FORMAT " bytes, %.2f s\n", base, st.boots, st.unchanged,
+		   st.rows, st.bytes, secs);
+	return 0;
+#else
+	g_printerr("host-agent: built without libcurl and json-glib: ship is not available\n");
+	return 2;
+#endif
+}
+
+/* `report --clickhouse URL boots|top|folded`: across the fleet. */
+static int run_ch_report(HaConfig *cfg, const HaWatch *w, int argc, char **argv,
+			 int limit)
+{
+#ifdef HA_HAVE_CLICKHOUSE
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaCh) ch = ha_ch_new(w->clickhouse, &e);
+	g_autoptr(GString) out = g_string_new(NULL);
+	HaChReportOpts o = {
+		.cmd = argc > 0 ? argv[0] : NULL,
+		.host = w->host,
+		.domain = w->domain_given ? cfg->domain : NULL,
+		.ended = w->ended,
+		.limit = limit > 0 ? (guint)limit : 0,
+	};
+
+	if (!ch || !ha_ch_report(ch, &o, out, &e)) {
+		g_printerr("host-agent report: %s\n", e->message);
+		return 1;
+	}
+	fwrite(out->str, 1, out->len, stdout);
+	return 0;
+#else
+	g_printerr("host-agent: built without libcurl and json-glib: --clickhouse is not"
+		   " available\n");
+	return 2;
+#endif
 }
 
 /* `attach` / `detach`: the stackmap channel of a libvirt domain (attach.h). */
@@ -352,6 +460,15 @@ int main(int argc, char **argv)
 		{ "socket-dir", 0, 0, G_OPTION_ARG_FILENAME, &watch.dir,
 		  "Every plain-QEMU VM in DIR: NAME.sock (server=on) and NAME.qmp, each into"
 		  " its own store NAME.db, VMs coming and going", "DIR" },
+		{ "clickhouse", 0, 0, G_OPTION_ARG_STRING, &watch.clickhouse,
+		  "The fleet store: the daemon replicates every store into ClickHouse at URL;"
+		  " report reads the fleet from it", "URL" },
+		{ "host", 0, 0, G_OPTION_ARG_STRING, &watch.host,
+		  "This host's name in the fleet store (default: the host name); report"
+		  " --clickhouse: only this host", "NAME" },
+		{ "ended", 0, 0, G_OPTION_ARG_STRING, &watch.ended,
+		  "report --clickhouse: only boots that ended so (clean, crashed,"
+		  " disconnected, running)", "HOW" },
 		{ "domain", 0, 0, G_OPTION_ARG_STRING, &watch.domain,
 		  "A libvirt domain: its org.stackmap.0 channel and lifecycle (also for"
 		  " attach/detach; the store's name defaults to it)", "NAME" },
@@ -437,6 +554,7 @@ int main(int argc, char **argv)
 	cfg.batch_mb = batch_mb;
 	signal(SIGPIPE, SIG_IGN);
 	loaded = ha_config_load_file(&cfg, &e);
+	watch.domain_given = cfg.domain != NULL;
 	if (loaded && !cfg.domain && watch.domain)
 		cfg.domain = g_strdup(watch.domain);	/* the store is named after it */
 	if (!loaded || !ha_config_finish(&cfg, &e)) {
@@ -444,7 +562,11 @@ int main(int argc, char **argv)
 		ha_config_clear(&cfg);
 		return 2;
 	}
-	if (argc > 1 && strcmp(argv[1], "report") == 0)
+	if (argc > 1 && strcmp(argv[1], "report") == 0 && watch.clickhouse)
+		rc = run_ch_report(&cfg, &watch, argc - 2, argv + 2, limit);
+	else if (argc > 1 && strcmp(argv[1], "ship") == 0)
+		rc = run_ship(&cfg, &watch, argc - 2, argv + 2);
+	else if (argc > 1 && strcmp(argv[1], "report") == 0)
 		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux, since,
 				until, format, event);
 	else if (argc > 1 && strcmp(argv[1], "export") == 0)
@@ -463,6 +585,9 @@ int main(int argc, char **argv)
 	g_free(watch.domain);
 	g_free(watch.uri);
 	g_free(watch.dir);
+	g_free(watch.clickhouse);
+	g_free(watch.host);
+	g_free(watch.ended);
 	g_free(boot);
 	g_free(vmlinux);
 	g_free(cpus);

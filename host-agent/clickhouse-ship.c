@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+/*
+ * clickhouse-ship.c - a store's boots as ClickHouse snapshots, and the daemon's
+ * replication thread (clickhouse.h has the model).
+ */
+#include "clickhouse.h"
+
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define INSERT_FLUSH_BYTES	(1u << 20)	/* one INSERT per MiB of rows */
+
+/* ---- RowBinary ------------------------------------------------------------------- */
+
+static void rb_u64(GByteArray *b, uint64_t v)
+{
+	uint8_t le[8];
+
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	g_byte_array_append(b, le, 8);
+}
+
+static void rb_u32(GByteArray *b, uint32_t v)
+{
+	uint8_t le[4];
+
+	for (int i = 0; i < 4; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	g_byte_array_append(b, le, 4);
+}
+
+/* String: LEB128 length, then the bytes. */
+static void rb_str(GByteArray *b, const char *s)
+{
+	size_t n = strlen(s), v = n;
+
+	do {
+		uint8_t c = v & 0x7f;
+
+		v >>= 7;
+		if (v)
+			c |= 0x80;
+		g_byte_array_append(b, &c, 1);
+	} while (v);
+	g_byte_array_append(b, (const guint8 *)s, (guint)n);
+}
+
+/* ---- one boot ---------------------------------------------------------------------- */
+
+typedef struct {
+	HaCh *ch;
+	const char *host;
+	const char *domain;
+	HaShipStats *st;
+} Ship;
+
+/* The rows of one table, sent at INSERT_FLUSH_BYTES and at the end. */
+typedef struct {
+	const char *table;
+	GByteArray *rows;
+	uint64_t n;
+} Batch;
+
+static bool batch_flush(Ship *s, Batch *b, GError **error)
+{
+	g_autofree char *sql = NULL;
+
+	if (!b->n)
+		return true;
+	sql = g_strdup_printf("INSERT INTO %s FORMAT RowBinary", b->table);
+	if (!ha_ch_query(s->ch, sql, b->rows->data, b->rows->len, NULL, error))
+		return false;
+	s->st->rows += b->n;
+	s->st->bytes += b->rows->len;
+	g_byte_array_set_size(b->rows, 0);
+	b->n = 0;
+	return true;
+}
+
+static bool batch_row_done(Ship *s, Batch *b, GError **error)
+{
+	b->n++;
+	return b->rows->len < INSERT_FLUSH_BYTES || batch_flush(s, b, error);
+}
+
+static void key_cols(Ship *s, Batch *b, const char *boot, uint64_t snap)
+{
+	rb_str(b->rows, s->host);
+	rb_str(b->rows, s->domain);
+	rb_str(b->rows, boot);
+	rb_u64(b->rows, snap);
+}
+
+static uint64_t json_u64(JsonObject *o, const char *k)
+{
+	return json_object_has_member(o, k) ? (uint64_t)json_object_get_int_member(o, k) : 0;
+}
+
+static const char *json_s(JsonObject *o, const char *k)
+{
+	const char *v = json_object_has_member(o, k) ? json_object_get_string_member(o, k) :
+			NULL;
+
+	return v ? v : "";
+}
+
+/* What the boot is now: the texts its rows are made of, hashed into its snapshot. */
+typedef struct {
+	GString *boots_json;
+	GString *folded;
+	GString *lost;		/* "stream cpu overrun commit dropped read" lines */
+	GString *stats;		/* "stream key value" lines */
+	int64_t start_us;
+	int64_t end_us;
+	uint64_t snap;
+} BootNow;
+
+static void boot_now_clear(BootNow *b)
+{
+	g_string_free(b->boots_json, TRUE);
+	g_string_free(b->folded, TRUE);
+	g_string_free(b->lost, TRUE);
+	g_string_free(b->stats, TRUE);
+}
+
+static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
+{
+	g_autofree char *idstr = g_strdup_printf("%" PRId64, id);
+	HaReportOpts boots = { .cmd = "boots", .boot = idstr, .json = true };
+	HaReportOpts folded = { .cmd = "folded", .boot = idstr };
+	g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+	uint8_t digest[32];
+	gsize dlen = sizeof(digest);
+	sqlite3_stmt *st;
+
+	ret->boots_json = g_string_new(NULL);
+	ret->folded = g_string_new(NULL);
+	ret->lost = g_string_new(NULL);
+	ret->stats = g_string_new(NULL);
+	if (!ha_report(store, &boots, ret->boots_json, error) ||
+	    !ha_report(store, &folded, ret->folded, error))
+		return false;
+	st = ha_store_stmt(store, "SELECT start_time, COALESCE(end_time, last_time) FROM boots"
+			   " WHERE id = ?", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		ret->start_us = sqlite3_column_int64(st, 0);
+		ret->end_us = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	st = ha_store_stmt(store, "SELECT s.stream_id, l.cpu, l.overrun, l.commit_overrun,"
+			   " l.dropped_events, l.read_events FROM lost l JOIN streams s ON"
+			   " s.id = l.stream WHERE l.boot = ? ORDER BY 1, 2", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		g_string_append_printf(ret->lost, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+				       " %" PRIu64 " %" PRIu64 "\n",
+				       (uint64_t)sqlite3_column_int64(st, 0),
+				       (uint64_t)sqlite3_column_int64(st, 1),
+				       (uint64_t)sqlite3_column_int64(st, 2),
+				       (uint64_t)sqlite3_column_int64(st, 3),
+				       (uint64_t)sqlite3_column_int64(st, 4),
+				       (uint64_t)sqlite3_column_int64(st, 5));
+	sqlite3_reset(st);
+	st = ha_store_stmt(store, "SELECT s.stream_id, t.key, t.value FROM stats t JOIN streams"
+			   " s ON s.id = t.stream WHERE t.boot = ? ORDER BY 1, 2", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, id);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		g_string_append_printf(ret->stats, "%" PRIu64 " %" PRIu64 " %" PRId64 "\n",
+				       (uint64_t)sqlite3_column_int64(st, 0),
+				       (uint64_t)sqlite3_column_int64(st, 1),
+				       (int64_t)sqlite3_column_int64(st, 2));
+	sqlite3_reset(st);
+	g_checksum_update(sum, (const guchar *)ret->boots_json->str, (gssize)ret->boots_json->len);
+	g_checksum_update(sum, (const guchar *)ret->folded->str, (gssize)ret->folded->len);
+	g_checksum_update(sum, (const guchar *)ret->lost->str, (gssize)ret->lost->len);
+	g_checksum_update(sum, (const guchar *)ret->stats->str, (gssize)ret->stats->len);
+	g_checksum_get_digest(sum, digest, &dlen);
+	ret->snap = 0;
+	for (int i = 0; i < 8; i++)
+		ret->snap = ret->snap << 8 | digest[i];
+	return true;
+}
+
+/* Rows of the snapshot, then the boots row that names it. */
+static bool send_boot(Ship *s, const BootNow *b, GError **error)
+{
+	g_autoptr(JsonParser) p = json_parser_new();
+	g_autoptr(GByteArray) rows = g_byte_array_new();
+	Batch bt = { .rows = rows };
+	JsonNode *root;
+	JsonArray *arr;
+	JsonObject *o;
+	const char *boot;
+	gchar **lines;
+
+	if (!json_parser_load_from_data(p, b->boots_json->str, (gssize)b->boots_json->len,
+					error))
+		return false;
+	root = json_parser_get_root(p);
+	arr = root && JSON_NODE_HOLDS_ARRAY(root) ? json_node_get_array(root) : NULL;
+	if (!arr || json_array_get_length(arr) != 1) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "report boots: not one boot");
+		return false;
+	}
+	o = json_array_get_object_element(arr, 0);
+	boot = json_s(o, "boot_id");
+
+	bt.table = "stacks";
+	lines = g_strsplit(b->folded->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		char *sp = strrchr(*l, ' ');
+
+		if (!**l || !sp)
+			continue;
+		*sp = '\0';
+		key_cols(s, &bt, boot, b->snap);
+		rb_str(rows, *l);
+		rb_u64(rows, g_ascii_strtoull(sp + 1, NULL, 10));
+		if (!batch_row_done(s, &bt, error)) {
+			g_strfreev(lines);
+			return false;
+		}
+	}
+	g_strfreev(lines);
+	if (!batch_flush(s, &bt, error))
+		return false;
+
+	bt.table = "lost";
+	lines = g_strsplit(b->lost->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		uint64_t v[6];
+
+		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %"
+			   SCNu64, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+			continue;
+		key_cols(s, &bt, boot, b->snap);
+		rb_u64(rows, v[0]);
+		rb_u32(rows, (uint32_t)v[1]);
+		for (int i = 2; i < 6; i++)
+			rb_u64(rows, v[i]);
+		if (!batch_row_done(s, &bt, error)) {
+			g_strfreev(lines);
+			return false;
+		}
+	}
+	g_strfreev(lines);
+	if (!batch_flush(s, &bt, error))
+		return false;
+
+	bt.table = "stats";
+	lines = g_strsplit(b->stats->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		uint64_t stream, key;
+		int64_t value;
+
+		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNd64, &stream, &key, &value) != 3)
+			continue;
+		key_cols(s, &bt, boot, b->snap);
+		rb_u64(rows, stream);
+		rb_u32(rows, (uint32_t)key);
+		rb_u64(rows, (uint64_t)value);
+		if (!batch_row_done(s, &bt, error)) {
+			g_strfreev(lines);
+			return false;
+		}
+	}
+	g_strfreev(lines);
+	if (!batch_flush(s, &bt, error))
+		return false;
+
+	/* Last: the boot's row, which makes the snapshot the one reports read. */
+	bt.table = "boots";
+	rb_str(rows, s->host);
+	rb_str(rows, s->domain);
+	rb_str(rows, boot);
+	rb_u32(rows, (uint32_t)json_u64(o, "boot"));
+	rb_str(rows, json_s(o, "kernel"));
+	rb_u64(rows, (uint64_t)b->start_us);
+	rb_u64(rows, (uint64_t)b->end_us);
+	rb_str(rows, json_s(o, "ended"));
+	rb_u64(rows, json_u64(o, "events"));
+	rb_u64(rows, json_u64(o, "lost_frames"));
+	rb_u64(rows, json_u64(o, "lost_events"));
+	rb_u64(rows, json_u64(o, "stacks"));
+	rb_u64(rows, json_u64(o, "epochs"));
+	rb_u64(rows, json_u64(o, "malformed"));
+	rb_u64(rows, json_u64(o, "stack_not_received"));
+	rb_u64(rows, b->snap);
+	rb_u64(rows, (uint64_t)g_get_real_time());
+	bt.n = 1;
+	return batch_flush(s, &bt, error);
+}
+
+bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
+		const char *mark, HaShipStats *st, GError **error)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	g_autofree char *group = g_strdup_printf("%s %s", host, domain);
+	Ship s = { .ch = c, .host = host, .domain = domain, .st = st };
+	sqlite3_stmt *q;
+
+	if (!ha_ch_schema(c, error))
+		return false;
+	g_key_file_load_from_file(kf, mark, G_KEY_FILE_NONE, NULL);	/* none yet: all */
+	q = ha_store_stmt(store, "SELECT id FROM boots ORDER BY id", error);
+	if (!q)
+		return false;
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(q, 0);
+
+		g_array_append_val(ids, id);
+	}
+	sqlite3_reset(q);
+	for (guint i = 0; i < ids->len; i++) {
+		int64_t id = g_array_index(ids, int64_t, i);
+		g_autofree char *key = g_strdup_printf("boot%" PRId64, id);
+		g_autofree char *was = g_key_file_get_string(kf, group, key, NULL);
+		g_autofree char *snap = NULL;
+		BootNow b = { 0 };
+		bool ok;
+
+		/* Each report reads in its own transaction: while the boot streams, its
+		 * numbers and stacks may be a batch apart; the next round ships both of a
+		 * later moment, and a boot that ended does not move any more. */
+		ok = read_boot(store, id, &b, error);
+		if (!ok) {
+			if (b.boots_json)
+				boot_now_clear(&b);
+			return false;
+		}
+		snap = g_strdup_printf("%016" PRIx64, b.snap);
+		if (was && !strcmp(was, snap)) {
+			st->unchanged++;
+			boot_now_clear(&b);
+			continue;
+		}
+		ok = send_boot(&s, &b, error);
+		boot_now_clear(&b);
+		if (!ok)
+			return false;
+		/* ClickHouse confirmed every row of it: the watermark moves. */
+		g_key_file_set_string(kf, group, key, snap);
+		if (!g_key_file_save_to_file(kf, mark, error))
+			return false;
+		st->boots++;
+	}
+	return true;
+}
+
+/* ---- the daemon's replication thread ------------------------------------------------ */
+
+struct _HaChRepl {
+	char *url;
+	char *state_dir;
+	char *host;
+	guint interval_ms;
+	GThread *thread;
+	GMutex lock;
+	GCond cond;
+	bool stop;
+};
+
+/* One round over every store of the state dir; false when ClickHouse failed. */
+static bool repl_round(HaChRepl *r, HaCh *ch, GError **error)
+{
+	g_autoptr(GDir) dir = g_dir_open(r->state_dir, 0, error);
+	const char *f;
+
+	if (!dir || !ha_ch_schema(ch, error))
+		return false;
+	while ((f = g_dir_read_name(dir))) {
+		g_autofree char *path = NULL;
+		g_autofree char *domain = NULL;
+		g_autofree char *mark = NULL;
+		g_autoptr(HaStore) store = NULL;
+		g_autoptr(GError) e = NULL;
+		HaShipStats st = { 0 };
+
+		if (!g_str_has_suffix(f, ".db"))
+			continue;
+		domain = g_strndup(f, strlen(f) - 3);
+		if (!ha_store_name_ok(domain))
+			continue;
+		path = g_build_filename(r->state_dir, f, NULL);
+		mark = g_strconcat(path, ".ship", NULL);
+		store = ha_store_open(path, true, &e);
+		if (!store)
+			continue;	/* being created: the next round */
+		if (!ha_ch_ship(ch, store, r->host, domain, mark, &st, error))
+			return false;
+		if (st.boots)
+			g_debug("replication: %s: %u boots, %" PRIu64 " rows", domain, st.boots,
+				st.rows);
+	}
+	return true;
+}
+
+static gpointer repl_main(gpointer user)
+{
+	HaChRepl *r = user;
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaCh) ch = ha_ch_new(r->url, &e);
+	bool failing = false, last = false;
+
+	if (!ch) {
+		g_warning("replication: %s", e->message);
+		return NULL;
+	}
+	while (!last) {
+		gint64 until;
+
+		g_mutex_lock(&r->lock);
+		last = r->stop;
+		g_mutex_unlock(&r->lock);
+		g_clear_error(&e);
+		if (!repl_round(r, ch, &e)) {
+			if (!failing)
+				g_warning("replication to %s: %s; the stores keep everything,"
+					  " retrying every %u ms", r->url, e->message,
+					  r->interval_ms);
+			failing = true;
+		} else if (failing) {
+			g_message("replication to %s: caught up", r->url);
+			failing = false;
+		}
+		if (last)
+			break;
+		until = g_get_monotonic_time() + (gint64)r->interval_ms * 1000;
+		g_mutex_lock(&r->lock);
+		while (!r->stop && g_cond_wait_until(&r->cond, &r->lock, until))
+			;
+		g_mutex_unlock(&r->lock);
+	}
+	return NULL;
+}
+
+HaChRepl *ha_ch_repl_start(const char *url, const char *state_dir, const char *host,
+			   guint interval_ms, GError **error)
+{
+	g_autoptr(HaCh) probe = ha_ch_new(url, error);	/* the URL's form, early */
+	HaChRepl *r;
+
+	if (!probe)
+		return NULL;
+	r = g_new0(HaChRepl, 1);
+	r->url = g_strdup(url);
+	r->state_dir = g_strdup(state_dir);
+	r->host = g_strdup(host);
+	r->interval_ms = interval_ms;
+	g_mutex_init(&r->lock);
+	g_cond_init(&r->cond);
+	r->thread = g_thread_new("replication", repl_main, r);
+	g_message("replicating every store of %s to %s (host %s) every %u ms", state_dir, url,
+		  host, interval_ms);
+	return r;
+}
+
+void ha_ch_repl_stop(HaChRepl *r)
+{
+	if (!r)
+		return;
+	g_mutex_lock(&r->lock);
+	r->stop = true;
+	g_cond_signal(&r->cond);
+	g_mutex_unlock(&r->lock);
+	g_thread_join(r->thread);
+	g_mutex_clear(&r->lock);
+	g_cond_clear(&r->cond);
+	g_free(r->url);
+	g_free(r->state_dir);
+	g_free(r->host);
+	g_free(r);
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+/* clickhouse.c - ClickHouse over HTTP, the fleet schema and RowBinary rows (clickhouse.h). */
+#include "clickhouse.h"
+
+#include <curl/curl.h>
+#include <gio/gio.h>
+#include <string.h>
+
+#define CH_CONNECT_TIMEOUT_S	5L
+#define CH_TIMEOUT_S		120L
+#define CH_MAX_ANSWER		(64u << 20)	/* a report's answer, at most */
+
+struct _HaCh {
+	char *url;
+	bool has_query;		/* the URL has a '?' already (?database=...) */
+	bool schema_ok;		/* ha_ch_schema() done since the last failure */
+	CURL *curl;
+};
+
+static gsize curl_ready;
+
+HaCh *ha_ch_new(const char *url, GError **error)
+{
+	HaCh *c;
+
+	if (!g_str_has_prefix(url, "http://") && !g_str_has_prefix(url, "https://")) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "ClickHouse URL %s: not http:// or https:// (its HTTP interface,"
+			    " port 8123 by default)", url);
+		return NULL;
+	}
+	if (g_once_init_enter(&curl_ready)) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		g_once_init_leave(&curl_ready, 1);
+	}
+	c = g_new0(HaCh, 1);
+	c->url = g_strdup(url);
+	c->has_query = strchr(url, '?') != NULL;
+	c->curl = curl_easy_init();
+	if (!c->curl) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "curl_easy_init failed");
+		ha_ch_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void ha_ch_free(HaCh *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	g_free(c->url);
+	g_free(c);
+}
+
+typedef struct {
+	GString *s;
+	bool over;
+} Answer;
+
+static size_t on_data(char *p, size_t size, size_t n, void *user)
+{
+	Answer *a = user;
+
+	if (a->s->len + size * n > CH_MAX_ANSWER) {
+		a->over = true;
+		return 0;	/* ends the transfer with an error */
+	}
+	g_string_append_len(a->s, p, (gssize)(size * n));
+	return size * n;
+}
+
+bool ha_ch_query(HaCh *c, const char *sql, const void *data, size_t len, GString *out,
+		 GError **error)
+{
+	g_autoptr(GString) answer = g_string_new(NULL);
+	g_autofree char *url = NULL;
+	Answer a = { .s = answer };
+	long code = 0;
+	CURLcode rc;
+
+	if (data) {
+		char *q = curl_easy_escape(c->curl, sql, 0);
+
+		url = g_strconcat(c->url, c->has_query ? "&" : "?", "query=", q, NULL);
+		curl_free(q);
+	} else {
+		url = g_strdup(c->url);
+		data = sql;
+		len = strlen(sql);
+	}
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, data);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &a);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, CH_CONNECT_TIMEOUT_S);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, CH_TIMEOUT_S);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	rc = curl_easy_perform(c->curl);
+	if (rc != CURLE_OK)
+		c->schema_ok = false;	/* the server may have been replaced */
+	if (rc != CURLE_OK) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "ClickHouse %s: %s", c->url,
+			    a.over ? "answer too large" : curl_easy_strerror(rc));
+		return false;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (code != 200) {
+		g_strchomp(answer->str);
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "ClickHouse %s: HTTP %ld: %.400s",
+			    c->url, code, answer->str);
+		return false;
+	}
+	if (out)
+		g_string_append_len(out, answer->str, (gssize)answer->len);
+	return true;
+}
+
+/* The fleet schema; host-agent/README.md shows it and the Distributed tables over it. */
+static const char *const schema[] = {
+	"CREATE TABLE IF NOT EXISTS boots ("
+	" host String, domain String, boot String, boot_no UInt32, kernel String,"
+	" start_us Int64, end_us Int64, ended String, events UInt64, lost_frames UInt64,"
+	" lost_events UInt64, stacks UInt64, epochs UInt64, malformed UInt64,"
+	" stack_not_received UInt64, snap UInt64, shipped UInt64)"
+	" ENGINE = ReplacingMergeTree(shipped) ORDER BY (host, domain, boot)",
+	"CREATE TABLE IF NOT EXISTS stacks ("
+	" host String, domain String, boot String, snap UInt64, frames String, events UInt64)"
+	" ENGINE = ReplacingMergeTree ORDER BY (host, domain, boot, snap, frames)",
+	"CREATE TABLE IF NOT EXISTS lost ("
+	" host String, domain String, boot String, snap UInt64, stream UInt64, cpu UInt32,"
+	" overrun UInt64, commit_overrun UInt64, dropped_events UInt64, read_events UInt64)"
+	" ENGINE = ReplacingMergeTree ORDER BY (host, domain, boot, snap, stream, cpu)",
+	"CREATE TABLE IF NOT EXISTS stats ("
+	" host String, domain String, boot String, snap UInt64, stream UInt64, key UInt32,"
+	" value Int64)"
+	" ENGINE = ReplacingMergeTree ORDER BY (host, domain, boot, snap, stream, key)",
+};
+
+bool ha_ch_schema(HaCh *c, GError **error)
+{
+	if (c->schema_ok)
+		return true;
+	for (gsize i = 0; i < G_N_ELEMENTS(schema); i++)
+		if (!ha_ch_query(c, schema[i], NULL, 0, NULL, error))
+			return false;
+	c->schema_ok = true;
+	return true;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clickhouse.h - the fleet store: per-domain SQLite stores replicated into ClickHouse.
+ *
+ * SQLite stays the durable store the guest's ACKs depend on; ClickHouse is a copy for
+ * questions across VMs and hosts, written by `host-agent ship` and by the daemon's
+ * replication thread (--clickhouse), never on the ACK path.
+ *
+ * Talks to ClickHouse's HTTP interface (libcurl): statements as POST bodies, rows as
+ * RowBinary POST bodies of "INSERT INTO t FORMAT RowBinary". The URL names the server
+ * and, as ClickHouse's own `database` parameter, the database the tables are in:
+ * http://HOST:8123/?database=stackmap. The shipper creates its tables there when
+ * missing (ha_ch_schema(), the DDL documented in host-agent/README.md); a fleet of
+ * hosts puts each host's tables on a shard and queries them through Distributed
+ * tables of the same names in another database.
+ *
+ * What a boot is in ClickHouse: a snapshot. Shipping a boot computes its rows (the
+ * boot's `report boots` numbers, its resolved stacks with their event counts as
+ * `report folded` has them, its LOST and STATS rows) and a 64-bit content hash of
+ * them, `snap`. Rows of stacks/lost/stats carry (host, domain, boot, snap) in their
+ * ReplacingMergeTree key, so an INSERT repeated after a failure (ClickHouse restarted,
+ * the agent killed) collapses into the same rows; the boots row (ReplacingMergeTree
+ * by `shipped` time, one row per host, domain, boot) goes last and names the snapshot
+ * that is complete. Reports read `boots FINAL` and only the rows of the snapshot it
+ * names: no loss (the watermark, the last snap confirmed per boot, is written to
+ * <store>.ship only after ClickHouse acknowledged the boots row) and no duplicate.
+ */
+#ifndef HA_CLICKHOUSE_H
+#define HA_CLICKHOUSE_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct _HaCh HaCh;
+
+/* @url: http(s)://HOST:PORT/[?database=DB]. Free with ha_ch_free(). */
+HaCh *ha_ch_new(const char *url, GError **error);
+void ha_ch_free(HaCh *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaCh, ha_ch_free)
+
+/*
+ * Run @sql. With @data, @sql is sent in the URL and @data (@len bytes) as the body
+ * (an INSERT's rows); otherwise @sql is the body. The answer is appended to @out when
+ * not NULL. False with @error when ClickHouse is unreachable or refused (its message).
+ */
+bool ha_ch_query(HaCh *c, const char *sql, const void *data, size_t len, GString *out,
+		 GError **error);
+
+/* Create the shipper's tables in the URL's database when missing. */
+bool ha_ch_schema(HaCh *c, GError **error);
+
+typedef struct {
+	guint boots;		/* shipped */
+	guint unchanged;	/* skipped: the snapshot ClickHouse has is current */
+	uint64_t rows;
+	uint64_t bytes;		/* RowBinary bytes sent */
+} HaShipStats;
+
+/*
+ * Ship every boot of @store (domain @domain of host @host) whose snapshot changed
+ * since the last confirmed ship to this URL (the watermark file @mark, a GKeyFile).
+ * Adds to @st. False with @error at the first failure (what was confirmed stays).
+ */
+bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
+		const char *mark, HaShipStats *st, GError **error);
+
+typedef struct {
+	const char *cmd;	/* boots, top, folded */
+	const char *host;	/* filters, NULL: all */
+	const char *domain;
+	const char *ended;	/* clean, crashed, disconnected, running */
+	guint limit;		/* top: how many (0: default) */
+} HaChReportOpts;
+
+/* Fleet reports from the URL's database (local or Distributed tables). */
+bool ha_ch_report(HaCh *c, const HaChReportOpts *o, GString *out, GError **error);
+
+/*
+ * Continuous replication (the daemon's --clickhouse): a thread that ships every
+ * store of @state_dir every @interval_ms through its own read-only connections, off
+ * the path that ACKs the guests. While ClickHouse is away it retries at the next
+ * round; nothing accumulates in memory (the stores keep everything).
+ */
+typedef struct _HaChRepl HaChRepl;
+HaChRepl *ha_ch_repl_start(const char *url, const char *state_dir, const char *host,
+			   guint interval_ms, GError **error);
+/* Stops after a last round (what the daemon committed before it stopped is shipped). */
+void ha_ch_repl_stop(HaChRepl *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaChRepl, ha_ch_repl_stop)
+
+#endif /* HA_CLICKHOUSE_H */
