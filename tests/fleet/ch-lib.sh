@@ -1,0 +1,91 @@
+# A private clickhouse-server for the fleet tests (sourced after lib.sh): its own
+# config, users and data under $T, ports free on localhost, no system service. Its
+# cluster `fleet` has two shards on this one server, as ClickHouse's own test layout
+# (test_cluster_two_shards_localhost) has, each shard its own database (shard1,
+# shard2) through <default_database>: one per host of the fleet.
+: "${CLICKHOUSE_SERVER:?}" "${CLICKHOUSE_CLIENT:?}"
+CH_PID=
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+ch_config() {
+	mkdir -p "$T/ch/data" "$T/ch/log"
+	CH_HTTP=$(free_port)
+	CH_TCP=$(free_port)
+	cat >"$T/ch/users.xml" <<EOU
+<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+    <profile>default</profile><quota>default</quota></default></users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors>
+    <result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time>
+  </interval></default></quotas>
+</yandex>
+EOU
+	cat >"$T/ch/config.xml" <<EOC
+<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>$T/ch/log/server.log</log>
+    <errorlog>$T/ch/log/server.err.log</errorlog><size>10M</size><count>1</count></logger>
+  <http_port>$CH_HTTP</http_port>
+  <tcp_port>$CH_TCP</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <max_connections>64</max_connections>
+  <max_concurrent_queries>16</max_concurrent_queries>
+  <uncompressed_cache_size>67108864</uncompressed_cache_size>
+  <mark_cache_size>67108864</mark_cache_size>
+  <path>$T/ch/data/</path>
+  <tmp_path>$T/ch/data/tmp/</tmp_path>
+  <user_files_path>$T/ch/data/user_files/</user_files_path>
+  <users_config>$T/ch/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <timezone>UTC</timezone>
+  <mlock_executable>false</mlock_executable>
+  <remote_servers>
+    <fleet>
+      <shard><replica><host>127.0.0.1</host><port>$CH_TCP</port>
+        <default_database>shard1</default_database></replica></shard>
+      <shard><replica><host>127.0.0.1</host><port>$CH_TCP</port>
+        <default_database>shard2</default_database></replica></shard>
+    </fleet>
+  </remote_servers>
+</yandex>
+EOC
+	CH_URL="http://127.0.0.1:$CH_HTTP/"
+}
+
+ch_start() {
+	"$CLICKHOUSE_SERVER" --config-file="$T/ch/config.xml" >>"$T/ch/log/stdout" 2>&1 &
+	CH_PID=$!
+	wait_for chq "SELECT 1" || { tail "$T/ch/log/server.err.log"; fail "clickhouse-server"; }
+}
+
+ch_kill() {
+	kill -9 "$CH_PID" 2>/dev/null
+	wait "$CH_PID" 2>/dev/null
+	CH_PID=
+}
+
+# chq SQL: one query through clickhouse-client, TabSeparated
+chq() { "$CLICKHOUSE_CLIENT" --host 127.0.0.1 --port "$CH_TCP" -q "$1"; }
+
+ch_has() { [ "$(chq "EXISTS TABLE $1")" = 1 ]; }
+ch_rows_at_least() { [ "$(chq "SELECT count() FROM $1")" -ge "$2" ]; }
+
+# The fleet's databases: a shard database per host, and `fleet` with a Distributed
+# table over both shards for each of the shipper's tables (README.md, Fleets).
+ch_fleet_schema() {
+	chq "CREATE DATABASE IF NOT EXISTS shard1" || fail "create shard1"
+	chq "CREATE DATABASE IF NOT EXISTS shard2" || fail "create shard2"
+	chq "CREATE DATABASE IF NOT EXISTS fleet" || fail "create fleet"
+}
+ch_fleet_distributed() {
+	for t in boots stacks lost stats; do
+		chq "CREATE TABLE IF NOT EXISTS fleet.$t AS shard1.$t
+		     ENGINE = Distributed(fleet, '', $t, rand())" || fail "fleet.$t"
+	done
+}

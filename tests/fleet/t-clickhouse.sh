@@ -1,0 +1,162 @@
+# The fleet store: two agents standing for two hosts (--socket-dir, each replicating
+# into its own shard of a private clickhouse-server), synthetic guests, one crashing.
+# ClickHouse killed -9 mid-replication and restarted, one agent killed -9 and
+# restarted, ClickHouse down while the guests stream (their ACKs do not wait for it),
+# `ship` of an existing store, a lost watermark (everything sent again): the fleet
+# reports through the Distributed tables equal the union of the per-store reports,
+# exactly.
+. "$1"
+. "$(dirname "$0")/ch-lib.sh"
+FAKE_QMP=$(dirname "$0")/fake-qmp.py
+PIDS=()
+cleanup_ch() {
+	[ "${KEEP:-0}" = 1 ] && for h in hostA hostB; do tail -5 "$T/$h.log"; done
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	[ -z "$CH_PID" ] || kill -9 "$CH_PID" 2>/dev/null
+	cleanup
+}
+trap cleanup_ch EXIT
+
+ch_config
+t0=$(date +%s%N)
+ch_start
+ok "clickhouse-server $(chq 'SELECT version()') up in $((($(date +%s%N) - t0) / 1000000)) ms"
+ch_fleet_schema
+
+# agent HOST SHARD: host-agent --socket-dir for host HOST, replicating into SHARD
+agent() {
+	"$HOST_AGENT" --socket-dir "$T/$1/vms" --state-dir "$T/$1/state" --host "$1" \
+		--clickhouse "${CH_URL}?database=$2" >>"$T/$1.log" 2>&1 &
+	eval "AGENT_$1=$!"
+	PIDS+=("$!")
+}
+# guest HOST NAME SEED [ARGS]: a synthetic guest of host HOST, about 3 s of stream,
+# its ground truth in $T/NAME.expect
+guest() {
+	local h=$1 name=$2 seed=$3
+	shift 3
+	mkdir -p "$T/$h/vms"
+	"$SYNTH_GUEST" --listen "$T/$h/vms/$name.sock" --events 30000 --cpus 2 --epochs 2 \
+		--seed "$seed" --throttle-us 5000 --expect "$T/$name.expect" "$@" \
+		>/dev/null 2>"$T/$name.err" &
+	eval "GUEST_$name=$!"
+	PIDS+=("$!")
+}
+
+agent hostA shard1
+agent hostB shard2
+wait_for ch_has shard1.boots || fail "hostA's agent did not create its tables"
+guest hostA a1 61
+guest hostB b1 63
+guest hostB b2 64
+wait_for grep -q "VM b2: serving" "$T/hostB.log" || fail "hostB does not serve b2"
+wait_for ch_has shard2.boots || fail "hostB's agent did not create its tables"
+ch_fleet_distributed
+wait_for ch_rows_at_least fleet.boots 3 ||
+	fail "nothing replicated"
+ok "both hosts replicating while their guests stream"
+
+# hostA's agent killed -9 at random instants while it replicates every 2 s (and
+# streams); then ClickHouse killed -9 mid-replication, down while the guests stream on
+for i in 1 2 3; do
+	sleep "0.$((RANDOM % 5 + 3))"
+	kill -9 "$AGENT_hostA"
+	wait "$AGENT_hostA" 2>/dev/null
+	agent hostA shard1
+done
+# a2 crashes: no BYE, then GUEST_PANICKED on its QMP socket (after the kills: a
+# restarted agent cannot tell a crash that came before it from a power-off)
+python3 "$FAKE_QMP" "$T/hostA/vms/a2.qmp" "$T/a2.panic" &
+PIDS+=("$!")
+guest hostA a2 62 --no-bye
+ch_kill
+wait_for grep -q "replication to .*shard2: .*retrying every" "$T/hostB.log" ||
+	fail "hostB did not notice ClickHouse away"
+# a VM that boots, streams and ends while ClickHouse is away: every frame acknowledged
+guest hostB b3 65
+wait "$GUEST_b3" || { cat "$T/b3.err"; fail "guest b3 while ClickHouse is down"; }
+[ -z "$(chq 'SELECT 1' 2>/dev/null)" ] || fail "ClickHouse was not down"
+for g in a1 b1 b2; do
+	wait "$(eval echo "\$GUEST_$g")" || { cat "$T/$g.err"; fail "guest $g"; }
+done
+wait "$GUEST_a2" || { cat "$T/a2.err"; fail "guest a2"; }
+touch "$T/a2.panic"
+wait_for grep -q "a2: QMP GUEST_PANICKED .* marked crashed" "$T/hostA.log" ||
+	fail "a2 not marked crashed"
+ok "ClickHouse down: a VM streamed its whole boot, every guest acknowledged"
+ch_start
+wait_for grep -q "replication to .*: caught up" "$T/hostB.log" || fail "hostB did not catch up"
+# A stop ships what is committed (a last round).
+for h in hostA hostB; do
+	kill -TERM "$(eval echo "\$AGENT_$h")"
+	wait "$(eval echo "\$AGENT_$h")" || fail "$h's agent exit status"
+done
+
+# `ship` of an existing store, as a third host into shard2
+mkdir -p "$T/hostC/state"
+cp "$T/hostB/state/b1.db" "$T/hostC/state/c1.db"
+"$HOST_AGENT" ship "$T/hostC/state/c1.db" "${CH_URL}?database=shard2" --host hostC \
+	2>"$T/ship.err" || { cat "$T/ship.err"; fail "ship"; }
+grep -q "c1: 1 boots shipped (0 unchanged)" "$T/ship.err" || { cat "$T/ship.err"; fail "ship c1"; }
+"$HOST_AGENT" ship "$T/hostC/state/c1.db" "${CH_URL}?database=shard2" --host hostC \
+	2>"$T/ship.err" || fail "ship again"
+grep -q "c1: 0 boots shipped (1 unchanged)" "$T/ship.err" || { cat "$T/ship.err"; fail "reship"; }
+# a lost watermark: everything sent again, nothing counted twice
+rm "$T/hostA/state/a1.db.ship"
+"$HOST_AGENT" ship a1 "${CH_URL}?database=shard1" --host hostA --state-dir "$T/hostA/state" \
+	2>"$T/ship.err" || { cat "$T/ship.err"; fail "ship a1"; }
+grep -q "a1: 1 boots shipped" "$T/ship.err" || { cat "$T/ship.err"; fail "ship a1 again"; }
+ok "ship: a new store, then nothing new; a lost watermark sends it again"
+
+FLEET="${CH_URL}?database=fleet"
+fleet() { "$HOST_AGENT" report --clickhouse "$FLEET" "$@"; }
+store() { local h=$1; shift; "$HOST_AGENT" report --state-dir "$T/$h/state" "$@"; }
+
+# folded: the union of every store's, summed by stack
+for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3 hostC:c1; do
+	store "${s%%:*}" folded --boot all --domain-name "${s#*:}"
+done | awk '{n = $NF; $NF = ""; sub(/ $/, ""); c[$0] += n} END {for (k in c) print k, c[k]}' |
+	sort >"$T/union.folded"
+fleet folded | sort >"$T/fleet.folded" || fail "fleet folded"
+[ -s "$T/union.folded" ] || fail "no stacks in the stores"
+cmp -s "$T/union.folded" "$T/fleet.folded" ||
+	{ diff "$T/union.folded" "$T/fleet.folded" | head; fail "fleet folded != union of stores"; }
+ok "fleet folded = union of 6 stores' ($(awk '{s += $NF} END {print s}' "$T/fleet.folded") events)"
+
+# boots: each store's lines, with host and domain in front
+for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3 hostC:c1; do
+	store "${s%%:*}" boots --domain-name "${s#*:}" | grep -E '^[0-9]' |
+		sed "s/^/${s%%:*} ${s#*:} /"
+done | awk '{$1 = $1; print}' | sort >"$T/union.boots"
+fleet boots | tail -n +2 | awk '{$1 = $1; print}' | sort >"$T/fleet.boots" || fail "fleet boots"
+cmp -s "$T/union.boots" "$T/fleet.boots" ||
+	{ diff "$T/union.boots" "$T/fleet.boots"; fail "fleet boots != union of stores"; }
+grep -q "^hostA a2 1 .* crashed " "$T/fleet.boots" || fail "a2 not crashed in the fleet"
+ok "fleet boots = union of the stores' boots ($(wc -l <"$T/fleet.boots") boots)"
+
+# filters: the crashed boots' stacks are a2's; one host's boots
+store hostA folded --domain-name a2 | sort >"$T/a2.folded"
+fleet folded --ended crashed | sort >"$T/crashed.folded"
+cmp -s "$T/a2.folded" "$T/crashed.folded" || fail "fleet folded --ended crashed != a2's"
+[ "$(fleet boots --host hostB | tail -n +2 | wc -l)" = 3 ] || fail "boots --host hostB"
+fleet top -n 3 --ended crashed >"$T/top" || fail "fleet top"
+head -1 "$T/top" | grep -q "^30000 events in 1 boots" || { cat "$T/top"; fail "top header"; }
+[ "$(grep -c '^#' "$T/top")" = 3 ] || { cat "$T/top"; fail "top -n 3"; }
+top1=$(awk '/^#1 / {print $2}' "$T/top")
+max=$(awk '{if ($NF > m) m = $NF} END {print m}' "$T/a2.folded")
+[ "$top1" = "$max" ] || fail "top #1 $top1 events, a2's biggest stack $max"
+ok "filters: --ended crashed, --host; top of the crashed boots"
+
+# the stores are what the guests had: replication never held an ACK back
+for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3; do
+	r=$("$SQLITE3" "$T/${s%%:*}/state/${s#*:}.db" "SELECT SUM(gap_frames) FROM streams")
+	[ "$r" = 0 ] || fail "${s#*:}: $r gap frames"
+	store "${s%%:*}" folded --domain-name "${s#*:}" | sort >"$T/got.folded"
+	sort "$T/${s#*:}.expect" | cmp -s - "$T/got.folded" ||
+		fail "${s#*:}: the store differs from the guest's ground truth"
+done
+ok "every store equals its guest's ground truth"
+rows=$(chq "SELECT count() FROM fleet.stacks")
+live=$(chq "SELECT count() FROM fleet.stacks FINAL WHERE (host, domain, boot, snap) GLOBAL IN
+	(SELECT host, domain, boot, snap FROM fleet.boots FINAL)")
+ok "fleet.stacks: $live current rows ($rows with earlier snapshots and repeats)"
