@@ -374,10 +374,15 @@ struct _HaChRepl {
 	bool stop;
 };
 
-/* One round over every store of the state dir; false when ClickHouse failed. */
+/*
+ * One round over every store of the state dir; false with the first error. A store
+ * that fails (being created, say) does not keep the others from being shipped; when
+ * ClickHouse cannot be reached the round ends there.
+ */
 static bool repl_round(HaChRepl *r, HaCh *ch, GError **error)
 {
 	g_autoptr(GDir) dir = g_dir_open(r->state_dir, 0, error);
+	GError *first = NULL;
 	const char *f;
 
 	if (!dir || !ha_ch_schema(ch, error))
@@ -400,11 +405,22 @@ static bool repl_round(HaChRepl *r, HaCh *ch, GError **error)
 		store = ha_store_open(path, true, &e);
 		if (!store)
 			continue;	/* being created: the next round */
-		if (!ha_ch_ship(ch, store, r->host, domain, mark, &st, error))
-			return false;
+		if (!ha_ch_ship(ch, store, r->host, domain, mark, &st, &e)) {
+			bool away = g_error_matches(e, G_IO_ERROR, G_IO_ERROR_HOST_UNREACHABLE);
+
+			if (!first)
+				first = g_steal_pointer(&e);
+			if (away)
+				break;
+			continue;
+		}
 		if (st.boots)
 			g_debug("replication: %s: %u boots, %" PRIu64 " rows", domain, st.boots,
 				st.rows);
+	}
+	if (first) {
+		g_propagate_error(error, first);
+		return false;
 	}
 	return true;
 }

@@ -105,7 +105,8 @@ bool ha_ch_query(HaCh *c, const char *sql, const void *data, size_t len, GString
 	if (rc != CURLE_OK)
 		c->schema_ok = false;	/* the server may have been replaced */
 	if (rc != CURLE_OK) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "ClickHouse %s: %s", c->url,
+		g_set_error(error, G_IO_ERROR, a.over ? G_IO_ERROR_MESSAGE_TOO_LARGE :
+			    G_IO_ERROR_HOST_UNREACHABLE, "ClickHouse %s: %s", c->url,
 			    a.over ? "answer too large" : curl_easy_strerror(rc));
 		return false;
 	}

@@ -44,7 +44,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaCh, ha_ch_free)
 /*
  * Run @sql. With @data, @sql is sent in the URL and @data (@len bytes) as the body
  * (an INSERT's rows); otherwise @sql is the body. The answer is appended to @out when
- * not NULL. False with @error when ClickHouse is unreachable or refused (its message).
+ * not NULL. False with @error: G_IO_ERROR_HOST_UNREACHABLE when ClickHouse could not
+ * be reached (or the transfer broke), G_IO_ERROR_FAILED with its message when it
+ * refused.
  */
 bool ha_ch_query(HaCh *c, const char *sql, const void *data, size_t len, GString *out,
 		 GError **error);
