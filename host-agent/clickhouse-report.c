@@ -38,6 +38,10 @@ static char *boot_filter(const HaChReportOpts *o)
 		g_string_append(q, " AND ended = ");
 		sql_str(q, o->ended);
 	}
+	if (o->since_us >= 0)
+		g_string_append_printf(q, " AND end_us >= %" PRId64, o->since_us);
+	if (o->until_us >= 0)
+		g_string_append_printf(q, " AND start_us <= %" PRId64, o->until_us);
 	return g_string_free(q, FALSE);
 }
 

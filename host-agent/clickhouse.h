@@ -75,6 +75,8 @@ typedef struct {
 	const char *domain;
 	const char *ended;	/* clean, crashed, disconnected, running */
 	guint limit;		/* top: how many (0: default) */
+	int64_t since_us;	/* boots alive in this host real-time range, -1: open */
+	int64_t until_us;
 } HaChReportOpts;
 
 /* Fleet reports from the URL's database (local or Distributed tables). */

@@ -284,7 +284,7 @@ static int run_ship(HaConfig *cfg, const HaWatch *w, int argc, char **argv)
 
 /* `report --clickhouse URL boots|top|folded`: across the fleet. */
 static int run_ch_report(HaConfig *cfg, const HaWatch *w, int argc, char **argv,
-			 int limit)
+			 int limit, double since, double until)
 {
 #ifdef HA_HAVE_CLICKHOUSE
 	g_autoptr(GError) e = NULL;
@@ -296,6 +296,8 @@ static int run_ch_report(HaConfig *cfg, const HaWatch *w, int argc, char **argv,
 		.domain = w->domain_given ? cfg->domain : NULL,
 		.ended = w->ended,
 		.limit = limit > 0 ? (guint)limit : 0,
+		.since_us = since >= 0 ? (int64_t)llround(since * 1e6) : -1,
+		.until_us = until >= 0 ? (int64_t)llround(until * 1e6) : -1,
 	};
 
 	if (!ch || !ha_ch_report(ch, &o, out, &e)) {
@@ -501,10 +503,12 @@ int main(int argc, char **argv)
 		{ "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
 		  "report top/events: how many", "N" },
 		{ "since", 0, 0, G_OPTION_ARG_DOUBLE, &since,
-		  "report events/flamegraph, export: from this trace-clock time (seconds)",
+		  "report events/flamegraph, export: from this trace-clock time (seconds);"
+		  " report --clickhouse: boots alive from this host time (Unix seconds)",
 		  "SECONDS" },
 		{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &until,
-		  "report events/flamegraph, export: up to this trace-clock time (seconds)",
+		  "report events/flamegraph, export: up to this trace-clock time (seconds);"
+		  " report --clickhouse: boots alive up to this host time (Unix seconds)",
 		  "SECONDS" },
 		{ "format", 0, 0, G_OPTION_ARG_STRING, &format,
 		  "report events: text (default) or perf-script", "FORMAT" },
@@ -563,7 +567,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc > 1 && strcmp(argv[1], "report") == 0 && watch.clickhouse)
-		rc = run_ch_report(&cfg, &watch, argc - 2, argv + 2, limit);
+		rc = run_ch_report(&cfg, &watch, argc - 2, argv + 2, limit, since, until);
 	else if (argc > 1 && strcmp(argv[1], "ship") == 0)
 		rc = run_ship(&cfg, &watch, argc - 2, argv + 2);
 	else if (argc > 1 && strcmp(argv[1], "report") == 0)

@@ -43,6 +43,7 @@ guest() {
 	PIDS+=("$!")
 }
 
+T_START=$(date +%s)
 agent hostA shard1
 agent hostB shard2
 wait_for ch_has shard1.boots || fail "hostA's agent did not create its tables"
@@ -66,6 +67,7 @@ for i in 1 2 3; do
 done
 # a2 crashes: no BYE, then GUEST_PANICKED on its QMP socket (after the kills: a
 # restarted agent cannot tell a crash that came before it from a power-off)
+T_A2=$(date +%s)
 python3 "$FAKE_QMP" "$T/hostA/vms/a2.qmp" "$T/a2.panic" &
 PIDS+=("$!")
 guest hostA a2 62 --no-bye
@@ -145,7 +147,24 @@ head -1 "$T/top" | grep -q "^30000 events in 1 boots" || { cat "$T/top"; fail "t
 top1=$(awk '/^#1 / {print $2}' "$T/top")
 max=$(awk '{if ($NF > m) m = $NF} END {print m}' "$T/a2.folded")
 [ "$top1" = "$max" ] || fail "top #1 $top1 events, a2's biggest stack $max"
-ok "filters: --ended crashed, --host; top of the crashed boots"
+store hostB folded --domain-name b1 | sort >"$T/b1.folded"
+fleet folded --domain-name b1 | sort | cmp -s - "$T/b1.folded" || fail "folded --domain-name b1"
+# time: boots alive in a range of host real time (a2 started after T_A2)
+[ "$(fleet boots --since "$(($(date +%s) + 3600))" | tail -n +2 | wc -l)" = 0 ] ||
+	fail "boots alive in an hour"
+[ "$(fleet boots --until "$((T_START - 1))" | tail -n +2 | wc -l)" = 0 ] ||
+	fail "boots before the test"
+[ "$(fleet boots --since "$T_START" | tail -n +2 | wc -l)" = 6 ] || fail "boots --since"
+want=0
+for s in hostA:a1 hostA:a2; do
+	n=$("$SQLITE3" "$T/${s%%:*}/state/${s#*:}.db" "SELECT COUNT(*) FROM boots WHERE
+		COALESCE(end_time, last_time) >= $T_A2 * 1000000")
+	want=$((want + n))
+done
+[ "$want" -ge 1 ] || fail "a2 not alive after its start"
+[ "$(fleet boots --since "$T_A2" --host hostA | tail -n +2 | wc -l)" = "$want" ] ||
+	fail "hostA's boots --since a2's start: not the $want of the stores"
+ok "filters: --ended crashed, --host, --domain-name, --since/--until; top of the crashed boots"
 
 # the stores are what the guests had: replication never held an ACK back
 for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3; do
