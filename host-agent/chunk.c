@@ -28,6 +28,113 @@ GBytes *ha_chunk_compress(const GByteArray *packed, int level, GError **error)
 	return g_bytes_new_take(g_realloc(g_steal_pointer(&out), n ? n : 1), n);
 }
 
+struct _HaChunkZ {
+	ZSTD_CCtx *cctx;
+	int level;
+	uint8_t *out;
+	size_t cap;
+};
+
+HaChunkZ *ha_chunkz_new(int level)
+{
+	HaChunkZ *z = g_new0(HaChunkZ, 1);
+
+	z->cctx = ZSTD_createCCtx();
+	z->level = level;
+	if (!z->cctx)
+		g_error("zstd: out of memory");
+	return z;
+}
+
+void ha_chunkz_free(HaChunkZ *z)
+{
+	if (!z)
+		return;
+	ZSTD_freeCCtx(z->cctx);
+	g_free(z->out);
+	g_free(z);
+}
+
+size_t ha_chunk_packed_size(const HaChunkSpan *spans, size_t n)
+{
+	size_t sz = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sz += 4 + (size_t)spans[i].len;
+	return sz;
+}
+
+static bool zstd_ok(size_t r, GError **error)
+{
+	if (!ZSTD_isError(r))
+		return true;
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "zstd: %s", ZSTD_getErrorName(r));
+	return false;
+}
+
+/* All of @len bytes into the frame (@out has room for the whole bound). */
+static bool feed(HaChunkZ *z, ZSTD_outBuffer *out, const void *src, size_t len,
+		 GError **error)
+{
+	ZSTD_inBuffer in = { .src = src, .size = len };
+
+	while (in.pos < in.size) {
+		size_t r = ZSTD_compressStream2(z->cctx, out, &in, ZSTD_e_continue);
+
+		if (!zstd_ok(r, error))
+			return false;
+		if (out->pos == out->size && in.pos < in.size) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+				    "zstd: output above its bound");
+			return false;
+		}
+	}
+	return true;
+}
+
+const void *ha_chunkz_compress(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *spans,
+			       size_t n, size_t *ret_len, GError **error)
+{
+	size_t raw = ha_chunk_packed_size(spans, n), need = ZSTD_compressBound(raw);
+	ZSTD_outBuffer out;
+
+	if (need > z->cap) {
+		g_free(z->out);
+		z->cap = MAX(need, z->cap * 2);
+		z->out = g_malloc(z->cap);
+	}
+	out = (ZSTD_outBuffer){ .dst = z->out, .size = z->cap };
+	/* the content size goes in the frame header: ha_chunk_decompress() needs it */
+	if (!zstd_ok(ZSTD_CCtx_reset(z->cctx, ZSTD_reset_session_only), error) ||
+	    !zstd_ok(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, z->level),
+		     error) ||
+	    !zstd_ok(ZSTD_CCtx_setPledgedSrcSize(z->cctx, raw), error))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t le = GUINT32_TO_LE(spans[i].len);
+
+		if (!feed(z, &out, &le, 4, error) ||
+		    !feed(z, &out, base + spans[i].off, spans[i].len, error))
+			return NULL;
+	}
+	for (;;) {
+		ZSTD_inBuffer none = { 0 };
+		size_t r = ZSTD_compressStream2(z->cctx, &out, &none, ZSTD_e_end);
+
+		if (!zstd_ok(r, error))
+			return NULL;
+		if (r == 0)
+			break;
+		if (out.pos == out.size) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+				    "zstd: output above its bound");
+			return NULL;
+		}
+	}
+	*ret_len = out.pos;
+	return z->out;
+}
+
 GBytes *ha_chunk_decompress(const void *data, size_t len, GError **error)
 {
 	unsigned long long sz = ZSTD_getFrameContentSize(data, len);

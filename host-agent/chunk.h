@@ -14,6 +14,36 @@
 
 #define HA_CHUNK_RAW_MAX (64u << 20)	/* refuse to inflate a chunk beyond this */
 
+/*
+ * The ingest's packer, which allocates nothing per batch: a batch's pages (of every
+ * CPU, in arrival order) are copied once into one buffer, and each CPU's chunk is
+ * compressed at commit from its spans of that buffer, packed on the fly (the same
+ * bytes as ha_chunk_add_page() would have built), by one zstd context and into one
+ * output buffer, both kept for the connection's life.
+ */
+typedef struct {
+	uint32_t off;		/* into the batch's page buffer */
+	uint32_t len;
+} HaChunkSpan;
+
+typedef struct _HaChunkZ HaChunkZ;
+
+/* Free with ha_chunkz_free(). */
+HaChunkZ *ha_chunkz_new(int level);
+void ha_chunkz_free(HaChunkZ *z);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaChunkZ, ha_chunkz_free)
+
+/* The packed size of @n spans: 4 bytes of length per page and its bytes. */
+size_t ha_chunk_packed_size(const HaChunkSpan *spans, size_t n);
+
+/*
+ * Compress the pages @spans of @base as one chunk (ha_chunk_decompress() gives the
+ * packed pages back). Returns the compressed bytes in @z's buffer (valid until the
+ * next call, owned by @z) and their length in @ret_len, or NULL with @error.
+ */
+const void *ha_chunkz_compress(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *spans,
+			       size_t n, size_t *ret_len, GError **error);
+
 /* Append one page to @packed. */
 void ha_chunk_add_page(GByteArray *packed, const uint8_t *data, uint32_t len);
 

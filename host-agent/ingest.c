@@ -18,7 +18,7 @@
 #define LOG_EVERY	1000u		/* ... then one in this many */
 
 typedef struct {
-	GByteArray *packed;
+	GArray *spans;		/* HaChunkSpan: this CPU's pages in HaConn.pages */
 	uint64_t first_seq;
 	uint64_t last_seq;
 	uint64_t ts_min;
@@ -57,7 +57,11 @@ struct _HaConn {
 
 	HaTep *tep;
 	HaPair *pair;
-	GHashTable *batches;	/* cpu -> CpuBatch */
+	GHashTable *batches;	/* cpu -> CpuBatch, kept (emptied) across batches */
+	CpuBatch **by_cpu;	/* the same, indexed by cpu < nr_cpus */
+	uint8_t *pages;		/* the batch's pages of every CPU, in arrival order */
+	size_t pages_len, pages_cap;	/* cap <= batch_bytes + max_payload */
+	HaChunkZ *z;
 	GHashTable *fullstacks;	/* GBytes ips -> gint64 id */
 	size_t fullstacks_bytes;
 	uint32_t batch_bytes;
@@ -91,7 +95,7 @@ static void batch_free(gpointer p)
 {
 	CpuBatch *b = p;
 
-	g_byte_array_unref(b->packed);
+	g_array_unref(b->spans);
 	g_hash_table_destroy(b->hist);
 	g_free(b);
 }
@@ -111,6 +115,7 @@ HaConn *ha_conn_new(HaStore *store, const HaLimits *limits, const char *domain,
 	c->fullstacks = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
 					      (GDestroyNotify)g_bytes_unref, g_free);
 	c->out = g_byte_array_new();
+	c->z = ha_chunkz_new(limits->zstd_level);
 	return c;
 }
 
@@ -123,6 +128,9 @@ void ha_conn_free(HaConn *c)
 	ha_tep_free(c->tep);
 	ha_pair_free(c->pair);
 	g_hash_table_destroy(c->batches);
+	g_free(c->by_cpu);
+	g_free(c->pages);
+	ha_chunkz_free(c->z);
 	g_hash_table_destroy(c->fullstacks);
 	g_byte_array_unref(c->out);
 	g_clear_error(&c->cb_error);
@@ -252,18 +260,54 @@ static void malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...
 
 /* ---- batches ---------------------------------------------------------------- */
 
+static void batch_reset(CpuBatch *b)
+{
+	g_array_set_size(b->spans, 0);
+	g_hash_table_remove_all(b->hist);
+	b->first_seq = b->last_seq = 0;
+	b->ts_min = UINT64_MAX;
+	b->ts_max = 0;
+	b->pages = b->events = 0;
+	b->traced = 0;
+}
+
 static CpuBatch *batch_get(HaConn *c, uint32_t cpu)
 {
-	CpuBatch *b = g_hash_table_lookup(c->batches, GUINT_TO_POINTER(cpu));
+	CpuBatch *b = cpu < c->nr_cpus && c->by_cpu ? c->by_cpu[cpu] : NULL;
 
+	if (b)
+		return b;
+	b = g_hash_table_lookup(c->batches, GUINT_TO_POINTER(cpu));
 	if (!b) {
 		b = g_new0(CpuBatch, 1);
-		b->packed = g_byte_array_new();
-		b->ts_min = UINT64_MAX;
+		b->spans = g_array_new(FALSE, FALSE, sizeof(HaChunkSpan));
 		b->hist = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+		batch_reset(b);
 		g_hash_table_insert(c->batches, GUINT_TO_POINTER(cpu), b);
 	}
+	if (cpu < c->nr_cpus && c->by_cpu)
+		c->by_cpu[cpu] = b;
 	return b;
+}
+
+/* Empty every CPU's batch after a commit, keeping their memory for the next one. */
+static void batches_reset(HaConn *c)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, c->batches);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		batch_reset(v);
+	c->pages_len = 0;
+}
+
+/* Forget the batches (a session ends). */
+static void batches_drop(HaConn *c)
+{
+	g_hash_table_remove_all(c->batches);
+	g_clear_pointer(&c->by_cpu, g_free);
+	c->pages_len = 0;
 }
 
 static void hist_add(CpuBatch *b, gsize key, uint64_t ts)
@@ -400,19 +444,18 @@ static void on_event(const HaEvent *ev, void *user)
 
 static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 {
-	g_autoptr(GBytes) z = NULL;
+	const HaChunkSpan *spans = (const HaChunkSpan *)(void *)b->spans->data;
 	sqlite3_stmt *st;
 	GHashTableIter it;
 	gpointer k, v;
-	gsize zlen;
+	size_t zlen;
 	const void *zdata;
 
 	if (!b->pages && !g_hash_table_size(b->hist))
 		return true;
-	z = ha_chunk_compress(b->packed, c->lim.zstd_level, error);
-	if (!z)
+	zdata = ha_chunkz_compress(c->z, c->pages, spans, b->spans->len, &zlen, error);
+	if (!zdata)
 		return false;
-	zdata = g_bytes_get_data(z, &zlen);
 	g_hash_table_iter_init(&it, b->hist);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
 		HaHistEnt *e = v;
@@ -446,7 +489,7 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	sqlite3_bind_int64(st, 7, b->pages);
 	sqlite3_bind_int64(st, 8, b->events);
 	sqlite3_bind_int64(st, 9, (int64_t)b->traced);
-	sqlite3_bind_int64(st, 10, b->packed->len);
+	sqlite3_bind_int64(st, 10, (int64_t)ha_chunk_packed_size(spans, b->spans->len));
 	sqlite3_bind_blob(st, 11, zdata, (int)zlen, SQLITE_STATIC);
 	if (!step_done(c, st, error, "insert chunk"))
 		return false;
@@ -548,7 +591,7 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	c->orphans_saved += orphans;
 	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
 	c->d_missed = c->d_missed_uncounted = 0;
-	g_hash_table_remove_all(c->batches);
+	batches_reset(c);
 	c->batch_bytes = 0;
 	c->batch_frames = 0;
 	queue_ack(c);
@@ -755,7 +798,7 @@ static bool end_session(HaConn *c, GError **error)
 		mark_disconnected(c);
 	g_clear_pointer(&c->tep, ha_tep_free);
 	g_clear_pointer(&c->pair, ha_pair_free);
-	g_hash_table_remove_all(c->batches);
+	batches_drop(c);
 	g_hash_table_remove_all(c->fullstacks);
 	c->fullstacks_bytes = 0;
 	c->hello = false;
@@ -818,6 +861,8 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 	c->page_size = h.page_size;
 	c->map_bits = h.map_bits;
 	c->big_endian = h.flags & SMP_HELLO_PAGES_BE;
+	g_free(c->by_cpu);
+	c->by_cpu = g_new0(CpuBatch *, c->nr_cpus);	/* nr_cpus <= SMP_MAX_CPUS */
 	if (!open_stream(c, &h, error))
 		return false;
 	c->hello = true;
@@ -935,7 +980,16 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 		w.b->first_seq = f->seq;
 	w.b->last_seq = f->seq;
 	w.b->pages++;
-	ha_chunk_add_page(w.b->packed, m.data, (uint32_t)m.data_len);
+	/* a batch is flushed at batch_bytes of payload: this grows to that and stays */
+	if (c->pages_len + m.data_len > c->pages_cap) {
+		c->pages_cap = MAX(c->pages_len + m.data_len, MIN(2 * c->pages_cap,
+				   (size_t)c->lim.batch_bytes + c->lim.max_payload));
+		c->pages = g_realloc(c->pages, c->pages_cap);
+	}
+	memcpy(c->pages + c->pages_len, m.data, m.data_len);
+	g_array_append_val(w.b->spans, ((HaChunkSpan){ .off = (uint32_t)c->pages_len,
+						       .len = (uint32_t)m.data_len }));
+	c->pages_len += m.data_len;
 	return true;
 }
 

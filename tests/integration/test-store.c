@@ -1,10 +1,43 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: store creation, schema version, migration refusal, domain names. */
+/* Unit tests: store creation, schema version, migration refusal, domain names; the
+ * chunk packer's spans give back the bytes ha_chunk_add_page() packs. */
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "chunk.h"
 #include "store.h"
 #include "tap.h"
+
+/* Pages of three sizes (an empty one too) spread over one buffer, as two CPUs'
+ * pages interleave in a batch: each CPU's chunk inflates to its pages, packed. */
+static void test_chunkz(void)
+{
+	g_autoptr(HaChunkZ) z = ha_chunkz_new(3);
+	g_autofree uint8_t *base = g_malloc(3 * 4096);
+	HaChunkSpan cpu0[] = { { 0, 4096 }, { 8192, 16 }, { 8208, 0 } };
+	HaChunkSpan cpu1[] = { { 4096, 4096 } };
+
+	for (int i = 0; i < 3 * 4096; i++)
+		base[i] = (uint8_t)(i * 7 / 13);
+	for (int round = 0; round < 2; round++) {
+		const HaChunkSpan *sp = round ? cpu1 : cpu0;
+		size_t n = round ? G_N_ELEMENTS(cpu1) : G_N_ELEMENTS(cpu0), zlen = 0;
+		g_autoptr(GByteArray) packed = g_byte_array_new();
+		g_autoptr(GBytes) raw = NULL;
+		g_autoptr(GError) e = NULL;
+		const void *zd;
+
+		for (size_t i = 0; i < n; i++)
+			ha_chunk_add_page(packed, base + sp[i].off, sp[i].len);
+		zd = ha_chunkz_compress(z, base, sp, n, &zlen, &e);
+		CHECK(zd && ha_chunk_packed_size(sp, n) == packed->len,
+		      "cpu %d: compressed %zu of %u packed bytes", round, zlen, packed->len);
+		raw = zd ? ha_chunk_decompress(zd, zlen, &e) : NULL;
+		CHECK(raw && g_bytes_get_size(raw) == packed->len &&
+		      !memcmp(g_bytes_get_data(raw, NULL), packed->data, packed->len),
+		      "cpu %d: inflates to the packed pages (%s)", round, e ? e->message : "ok");
+	}
+}
 
 int main(void)
 {
@@ -43,6 +76,8 @@ int main(void)
 	CHECK(ha_store_name_ok("vm-1_a.b"), "good name");
 	CHECK(!ha_store_name_ok("../x") && !ha_store_name_ok(".hidden") &&
 	      !ha_store_name_ok("") && !ha_store_name_ok("a/b"), "bad names refused");
+
+	test_chunkz();
 
 	g_unlink(path);
 	{
