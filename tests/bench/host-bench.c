@@ -7,7 +7,8 @@
  *     (one writer, one reader process).
  *  3. Ingest: the same bytes replayed into a real `host-agent --listen` over a unix
  *     socket, until the host ACKs the last frame (durable in SQLite): wall time, and
- *     the daemon's own CPU time (it is single-threaded: one core).
+ *     the daemon's own CPU time (it is single-threaded: one core). --baseline runs
+ *     another build in the same rounds (--repeat, medians) and prints the ratios.
  *  4. Stored bytes per event (database after a WAL checkpoint, and by part).
  *  5. `report top` and `report boots` latency on a store of --top-events events
  *     (default 10 million), streamed by synth-guest into a fresh daemon.
@@ -32,8 +33,8 @@
 
 #include "proto.h"
 
-static char *ha_path, *sg_path, *dir, *wrap, *only;
-static gint64 nevents = 2000000, top_events = 10000000;
+static char *ha_path, *sg_path, *dir, *wrap, *only, *base_path;
+static gint64 nevents = 2000000, top_events = 10000000, repeat = 3;
 
 static double now(void)
 {
@@ -68,9 +69,10 @@ static void run(char **argv)
 	}
 }
 
-static GPid start_daemon(const char *sock, const char *state, const char *domain)
+static GPid start_daemon_of(const char *bin, const char *sock, const char *state,
+			    const char *domain)
 {
-	char *tail[] = { ha_path, "--listen", (char *)sock, "--state-dir", (char *)state,
+	char *tail[] = { (char *)bin, "--listen", (char *)sock, "--state-dir", (char *)state,
 			 "--domain-name", (char *)domain, NULL };
 	g_auto(GStrv) head = NULL;
 	g_autoptr(GStrvBuilder) sb = g_strv_builder_new();
@@ -99,6 +101,11 @@ static GPid start_daemon(const char *sock, const char *state, const char *domain
 	for (int i = 0; i < 100 && !g_file_test(sock, G_FILE_TEST_EXISTS); i++)
 		g_usleep(50000);
 	return pid;
+}
+
+static GPid start_daemon(const char *sock, const char *state, const char *domain)
+{
+	return start_daemon_of(ha_path, sock, state, domain);
 }
 
 static void stop_daemon(GPid pid)
@@ -214,6 +221,19 @@ static double ingest(const uint8_t *buf, size_t len, const char *sock, uint64_t 
 	return now() - t0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(GArray *a)
+{
+	g_array_sort(a, cmp_double);
+	return a->len ? g_array_index(a, double, a->len / 2) : 0;
+}
+
 static int64_t q1(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
@@ -284,19 +304,65 @@ static double run_variant(const char *title, const char *name, const char *opt1,
 	printf("\n %s: %.1f MB of frames, %" PRIu64 " frames, %.1f B/event on the wire\n",
 	       title, (double)sb.st_size / 1e6, last_seq, (double)sb.st_size / (double)nevents);
 
-	tcopy = plain_copy(buf, (size_t)sb.st_size);
-	printf("  plain copy socket->file+fdatasync: %7.3f s  %8.1f MB/s  %10.0f events/s\n",
-	       tcopy, (double)sb.st_size / 1e6 / tcopy, (double)nevents / tcopy);
+	/*
+	 * --repeat rounds, each: the plain copy, then (with --baseline) the baseline
+	 * daemon, then this one, each into a store of its own; medians printed. The
+	 * rounds alternate so that a change of the machine's load hits both alike.
+	 */
+	{
+		g_autoptr(GArray) tc = g_array_new(FALSE, FALSE, sizeof(double));
+		GArray *tw[2] = { g_array_new(FALSE, FALSE, sizeof(double)),
+				  g_array_new(FALSE, FALSE, sizeof(double)) };
+		GArray *tu[2] = { g_array_new(FALSE, FALSE, sizeof(double)),
+				  g_array_new(FALSE, FALSE, sizeof(double)) };
+		double mb = (double)sb.st_size / 1e6, mc, mw[2] = { 0 }, mu[2] = { 0 };
 
-	pid = start_daemon(sock, state, domain);
-	cpu0 = proc_cpu(pid);
-	tingest = ingest(buf, (size_t)sb.st_size, sock, last_seq);
-	cpu1 = proc_cpu(pid);
-	printf("  host-agent ingest (to last ACK):   %7.3f s  %8.1f MB/s  %10.0f events/s"
-	       "  (daemon CPU %.2f s: %.0f events per CPU-second)\n", tingest,
-	       (double)sb.st_size / 1e6 / tingest, (double)nevents / tingest, cpu1 - cpu0,
-	       (double)nevents / MAX(cpu1 - cpu0, 1e-3));
-	stop_daemon(pid);
+		for (gint64 r = 0; r < repeat; r++) {
+			tcopy = plain_copy(buf, (size_t)sb.st_size);
+			g_array_append_val(tc, tcopy);
+			for (int v = base_path ? 0 : 1; v < 2; v++) {
+				g_autofree char *st = g_strdup_printf("%s/%s-%d-%d", state,
+								      name, v, (int)r);
+				g_autofree char *dom = g_strdup_printf("bench-%s", name);
+
+				pid = start_daemon_of(v ? ha_path : base_path, sock,
+						      r == repeat - 1 && v ? state : st,
+						      dom);
+				cpu0 = proc_cpu(pid);
+				tingest = ingest(buf, (size_t)sb.st_size, sock, last_seq);
+				cpu1 = proc_cpu(pid);
+				stop_daemon(pid);
+				g_array_append_val(tw[v], tingest);
+				g_array_append_vals(tu[v], &(double){ cpu1 - cpu0 }, 1);
+				if (!(r == repeat - 1 && v)) {
+					char *rm[] = { "rm", "-rf", st, NULL };
+
+					run(rm);
+				}
+			}
+		}
+		mc = median(tc);
+		printf("  plain copy socket->file+fdatasync: %7.3f s  %8.1f MB/s  %10.0f"
+		       " events/s\n", mc, mb / mc, (double)nevents / mc);
+		for (int v = base_path ? 0 : 1; v < 2; v++) {
+			mw[v] = median(tw[v]);
+			mu[v] = MAX(median(tu[v]), 1e-3);
+			printf("  %s ingest (to last ACK): %7.3f s  %8.1f MB/s  %10.0f events/s;"
+			       " daemon CPU %.2f s: %.1f MB/s and %.0f events/s per core,"
+			       " %.1f %% of the plain copy's MB/s\n",
+			       v ? "host-agent" : "baseline  ", mw[v], mb / mw[v],
+			       (double)nevents / mw[v], mu[v], mb / mu[v],
+			       (double)nevents / mu[v], 100.0 * mc / mu[v]);
+		}
+		if (base_path)
+			printf("  => this host-agent against the baseline: %.2fx the wall-clock"
+			       " rate, %.2fx the events per CPU-second (medians of %" G_GINT64_FORMAT
+			       " rounds)\n", mw[0] / mw[1], mu[0] / mu[1], repeat);
+		for (int v = 0; v < 2; v++) {
+			g_array_unref(tw[v]);
+			g_array_unref(tu[v]);
+		}
+	}
 	munmap(buf, (size_t)sb.st_size);
 	close(fd);
 	g_unlink(stream);
@@ -338,6 +404,8 @@ int main(int argc, char **argv)
 		{ "top-events", 0, 0, G_OPTION_ARG_INT64, &top_events, "Events for the report run (0: skip)", "N" },
 		{ "wrap", 0, 0, G_OPTION_ARG_STRING, &wrap, "Run the ingest daemon under this command (a profiler)", "CMD" },
 		{ "only", 0, 0, G_OPTION_ARG_STRING, &only, "Only this variant: full, sid or none", "NAME" },
+		{ "baseline", 0, 0, G_OPTION_ARG_FILENAME, &base_path, "Another host-agent to compare with, in the same rounds", "PATH" },
+		{ "repeat", 0, 0, G_OPTION_ARG_INT64, &repeat, "Rounds per variant (medians printed)", "N" },
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
@@ -346,8 +414,8 @@ int main(int argc, char **argv)
 	GPid pid;
 
 	g_option_context_add_main_entries(ctx, entries, NULL);
-	if (!g_option_context_parse(ctx, &argc, &argv, &e) || !ha_path || !sg_path) {
-		g_printerr("host-bench: --host-agent and --synth-guest are required\n");
+	if (!g_option_context_parse(ctx, &argc, &argv, &e) || !ha_path || !sg_path || repeat < 1) {
+		g_printerr("host-bench: --host-agent and --synth-guest are required, --repeat >= 1\n");
 		return 2;
 	}
 	dir = g_dir_make_tmp("host-bench-XXXXXX", NULL);
