@@ -141,6 +141,9 @@ def boot(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
           'the guest kernel logged warnings (console: %s)' % console)
     check(run.has('PORT org.stackmap.0 /dev/vport'),
           'the guest has no virtio-serial port named org.stackmap.0')
+    cmdline = [l for l in run.lines if 'Command line:' in l]
+    check(cmdline and 'nokaslr' not in cmdline[0], 'KASLR is off: %s' % cmdline[:1])
+    check('KASLR disabled' not in run.text, 'the kernel disabled KASLR')
     return run
 
 
@@ -316,7 +319,8 @@ def t_deep_stack(workdir):
     check(run.has('PASS deep stacks'), 'deep-stack check failed')
 
 
-PS_FRAME = re.compile(r'^  \[(\d+)\] (\S+)$')
+# "%pS": "func+0xoff/0xsize", and " [module]" after it for a module's text
+PS_FRAME = re.compile(r'^  \[(\d+)\] (\S+)(?: \[(\S+)\])?$')
 PS_HEAD = re.compile(r'^stack_id (\d+) \[ref (\d+), depth (\d+)\]$')
 
 
@@ -335,17 +339,45 @@ def parse_stack_map(text):
     return stacks
 
 
+def kaslr_slide(kout, markers):
+    """The boot's KASLR offset: its runtime _text (/init's "TEXT" marker, read from
+    the guest's /proc/kallsyms) minus System.map's."""
+    text = [m.split()[1] for m in markers if m.startswith('TEXT ')]
+    check(text and re.match(r'^[0-9a-f]{16}$', text[0]),
+          'the guest did not say where its _text is (TEXT marker): %s' % text)
+    with open(os.path.join(kout, 'System.map')) as f:
+        link = [int(l.split()[0], 16) for l in f if l.split()[2:3] == ['_text']]
+    check(link, 'no _text in System.map')
+    return int(text[0], 16) - link[0]
+
+
 class SymbolTable:
-    def __init__(self, system_map):
+    """Text symbols of one boot at their runtime addresses: System.map moved by the
+    boot's KASLR slide, plus module symbols from the guest's /proc/kallsyms lines."""
+
+    def __init__(self, system_map, slide=0):
         syms = []
         with open(system_map) as f:
             for l in f:
                 a, t, n = l.split()[:3]
                 if t in 'tTwW':
-                    syms.append((int(a, 16), n))
+                    syms.append(((int(a, 16) + slide) & (2**64 - 1), n))
+        self.slide = slide
+        self._set(syms)
+
+    def _set(self, syms):
         syms.sort()
         self.addrs = [a for a, _ in syms]
         self.names = [n for _, n in syms]
+
+    def add_kallsyms(self, text):
+        """Add the text symbols of modules ("ADDR t NAME [MODULE]" lines)."""
+        syms = list(zip(self.addrs, self.names))
+        for l in text.split('\n'):
+            f = l.split()
+            if len(f) == 4 and f[1] in 'tTwW' and f[3].startswith('['):
+                syms.append((int(f[0], 16), f[2]))
+        self._set(syms)
 
     def sym_offs(self, addr):
         """Every "name+0xoff" rendering of addr (aliases share an address)."""
@@ -395,7 +427,9 @@ def t_stackmap_bin(workdir):
     heads_bin = [l for l in plain.stdout.split('\n') if PS_HEAD.match(l)]
     check(heads_txt == heads_bin, 'stack_id/ref/depth headers differ')
 
-    syms = SymbolTable(os.path.join(kout, 'System.map'))
+    slide = kaslr_slide(kout, run.markers())
+    log('KASLR slide of this boot: %#x' % slide)
+    syms = SymbolTable(os.path.join(kout, 'System.map'), slide)
     frames = 0
     for e in parsed:
         sid = e['stack_id']
