@@ -9,6 +9,10 @@ Scenarios: steady, resets, crash, kill, late, full and the window-overflow paths
 (OVERFLOW_PATHS: late-overflow, late-overflow-meta, live-overflow,
 live-overflow-after-epoch); see SCENARIOS below.
 
+The guest runs with KASLR: its addresses are checked against System.map moved by
+the boot's slide (the TEXT marker of /init) and, for a module, against the module's
+own /proc/kallsyms lines (modsyms.txt).
+
 Ground truth (the heart of every scenario):
   * Stacks. The guest keeps the text of its own stack_map for every epoch: it
     reads it just before each reset (with tracing paused for half of the resets,
@@ -114,6 +118,8 @@ DOMAIN = 'e2s'
 BOOT_TRACE = ['trace_event=kmem:kmalloc,kmem:kmem_cache_alloc,stackmap_test:chain',
               'trace_options=stackmap,stacktrace', 'trace_buf_size=32M']
 BOOT_TRACE_SMALL = BOOT_TRACE[:2] + ['trace_buf_size=512K']
+BLOCK_EVENTS = ['block:block_bio_queue', 'block:block_rq_issue']
+BOOT_TRACE_BLOCK = [BOOT_TRACE[0] + ',' + ','.join(BLOCK_EVENTS)] + BOOT_TRACE[1:]
 
 
 class Fail(Exception):
@@ -132,8 +138,9 @@ def check(cond, msg):
 class Run:
     """One guest boot with host-agent storing its stream."""
 
-    def __init__(self, args, name, append, qemu_timeout=700):
+    def __init__(self, args, name, append, qemu_timeout=700, disk=False):
         self.args, self.name = args, name
+        self.disk = disk
         self.dir = os.path.join(args.workdir, name)
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
@@ -178,6 +185,8 @@ class Run:
                '--timeout', str(self.qemu_timeout)]
         for a in self.append:
             cmd += ['--append', a]
+        if self.disk:
+            cmd += ['--disk', 'new']
         self.t0 = time.time()
         self.proc = subprocess.Popen(cmd, start_new_session=True,
                                      stderr=open(os.path.join(self.dir, 'launch.log'), 'w'))
@@ -293,7 +302,10 @@ def guest_maps(run):
             st = parse_map(t.extractfile(m).read().decode())
             old = maps.get(e, (False, {}))
             merged = dict(old[1])
-            merged.update(st)
+            # A dump taken after a module was unloaded prints its addresses as raw
+            # hex (%pS finds no symbol): keep a dump's frames that name them.
+            merged.update({sid: fr for sid, fr in st.items() if sid not in merged
+                           or not any(f.startswith('0x') for f in fr)})
             maps[e] = (old[0] or exact, merged)
     return maps
 
@@ -311,11 +323,18 @@ def host_sym(frame):
     return frame['sym'].split(' ')[0].split('/')[0]
 
 
-def symbol_table(kout):
-    """The guest's System.map (booted with nokaslr): e2e.SymbolTable.sym_offs() gives
-    every "name+0xoff" rendering of an address, since aliases (__x64_sys_vfork,
-    __do_sys_vfork) share one and the guest and host may pick different ones."""
-    return e2e.SymbolTable(os.path.join(kout, 'System.map'))
+def symbol_table(kout, run):
+    """The guest's System.map at this boot's KASLR slide (its TEXT marker), plus the
+    module symbols it sent from /proc/kallsyms (modsyms.txt, if any):
+    e2e.SymbolTable.sym_offs() gives every "name+0xoff" rendering of an address, since
+    aliases (__x64_sys_vfork, __do_sys_vfork) share one and the guest and host may pick
+    different ones."""
+    slide = e2e.kaslr_slide(kout, run.markers())
+    log('KASLR slide of this boot: %#x' % slide)
+    syms = e2e.SymbolTable(os.path.join(kout, 'System.map'), slide)
+    if MARK + 'FILE-BEGIN modsyms.txt' in run.text():
+        syms.add_kallsyms(run.file('modsyms.txt').decode())
+    return syms
 
 
 def same_stack(frames, want, syms):
@@ -599,9 +618,10 @@ def stat_value(run, key):
 # ---------------------------------------------------------------------------
 
 def boot_plain(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
-               kill_at=None, trace=BOOT_TRACE):
+               kill_at=None, trace=BOOT_TRACE, disk=False):
     run = Run(args, name, trace + ['stackmap.e2s_mode=' + mode,
-                                        'stackmap.e2s_seconds=%d' % seconds] + list(extra))
+                                   'stackmap.e2s_seconds=%d' % seconds] + list(extra),
+              disk=disk)
     try:
         if not late_s:
             run.start_agent()
@@ -634,7 +654,7 @@ def t_steady(args):
     run = boot_plain(args, kout, initrd, 'steady', 'steady', seconds=15)
     b, evs, maps = common_checks(run)
     gs, stored = counts(run, b, evs)
-    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
     check(unv == 0, '%d events unverified in a scenario without racy dumps' % unv)
     check(b['epochs'] == 1, '%d epochs, want 1' % b['epochs'])
     check(kinds.get('stack_id', 0) > 0, 'no event with a stack_id')
@@ -666,7 +686,7 @@ def t_resets(args):
                      extra=['stackmap.e2s_resets=%d' % n])
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
-    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
     check('RESETS %d' % n in run.markers(), 'the guest did not make %d resets' % n)
     check(b['epochs'] == n + 1, '%d epochs stored, want %d' % (b['epochs'], n + 1))
     ep = {e['stack']['epoch'] for e in evs if e['stack']['kind'] == 'stack_id'}
@@ -818,7 +838,7 @@ def t_kill(args):
     run = boot_plain(args, kout, initrd, 'kill', 'steady', seconds=20, kill_at=5)
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
-    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
     check(unv == 0, '%d unverified' % unv)
     welcomes = re.findall(r'host WELCOME: resuming at seq (\d+) \((\d+) to resend\)', run.text())
     check(len(welcomes) == run.ha_starts, 'the guest saw %d WELCOMEs for %d host-agent starts'
@@ -846,7 +866,7 @@ def t_late(args):
     gs, _ = counts(run, b, evs, expect_lost=True)
     check(gs.get('overrun', 0) > 0, 'the ring buffer did not overflow before the agent'
           ' started: nothing tested about LOST')
-    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
     check(unv == 0, '%d unverified' % unv)
     check_chains(run, evs, b, 'lost', guest_chains(run))
     log('stack kinds %s; LOST reported %d events (guest overrun %d, dropped %d)'
@@ -968,7 +988,7 @@ def t_overflow(args, name):
           'host stored %d ring-buffer events of the %d the guest read: want some, and'
           ' %s' % (stored, gs['read events'], 'fewer (pages were dropped)' if late
                    else 'no more'))
-    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
     check(kinds.get('stack_id', 0) > 0, 'no stack_id event resolved after the gap')
     log('stack kinds %s; LOST frames %d; %d of the %d ring-buffer events the guest read '
         'stored' % (kinds, b['lost_frames'], stored, gs['read events']))
@@ -983,7 +1003,7 @@ def t_full(args):
     # The workload is wide on purpose (> 1024 distinct stacks) and outruns the agent
     # under TCG: what the guest's ring buffer overwrote must be reported exactly.
     counts(run, b, evs, expect_lost=True)
-    kinds, unv = check_events(run, evs, maps, symbol_table(kout))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
     st = [m for m in run.markers() if m.startswith('map: ')]
     log('guest %s' % st)
     drops = stat_value(run, 4)
@@ -994,7 +1014,124 @@ def t_full(args):
     run.cleanup()
 
 
-SCENARIOS = {'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
+def t_module(args):
+    """A module loaded at run time (guest-kernel/testmod), traced, unloaded while
+    tracing goes on: every allocation it made is stored with its stack resolved to the
+    module's own symbols ([stackmap_testmod]), also after the unload, and every other
+    stack still resolves."""
+    kout, initrd = build(args)
+    run = boot_plain(args, kout, initrd, 'module', 'module', seconds=12)
+    b, evs, maps = common_checks(run)
+    counts(run, b, evs)
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
+    mk = [m for m in run.markers() if m.startswith('MODULE-UNLOADED allocations=')]
+    check(mk, 'the guest did not unload the module')
+    want = int(mk[0].split('=')[1])
+    check(want > 0, 'the module made no allocation')
+    inner = 'stackmap_testmod_inner'
+    mod = [e for e in evs if e['stack']['kind'] in ('stack_id', 'full') and
+           any(host_sym(f).startswith(inner + '+') for f in e['stack']['frames'])]
+    bad = [e for e in mod if not e['event'].startswith('kmem/kmalloc') or
+           not all('[stackmap_testmod]' in f['sym'] for f in e['stack']['frames']
+                   if host_sym(f).split('+')[0].startswith('stackmap_testmod_'))]
+    for e in bad[:5]:
+        log('  MODULE MISMATCH %s: %s' % (e['event'][:60],
+                                          [f['sym'] for f in e['stack']['frames']][:6]))
+    check(not bad, '%d module events without [stackmap_testmod] frames' % len(bad))
+    check(len(mod) == want, 'the module made %d allocations, %d stored with its stack'
+          % (want, len(mod)))
+    unloaded = [e['ts'] for e in evs if 'e2s-unloaded' in e['event']]
+    check(unloaded, 'the trace_marker write after the unload is not stored')
+    after = [e for e in evs if e['ts'] > unloaded[0] and e['stack']['kind'] == 'stack_id']
+    check(after, 'no event with a stack after the unload')
+    check(unv == 0, '%d unverified' % unv)
+    check_chains(run, evs, b, 'exact', guest_chains(run))
+    log('module: %d allocations, all stored with [stackmap_testmod] frames, e.g. %s;'
+        ' %d stack_id events after the unload; stack kinds %s'
+        % (want, [f['sym'] for f in mod[0]['stack']['frames']][:4], len(after), kinds))
+    run.cleanup()
+
+
+def t_block(args):
+    """Block I/O on the virtio-blk disk (ext2, dd conv=fsync): the block layer's
+    events are stored with stacks that resolve to the guest's own, through submit_bio."""
+    kout, initrd = build(args)
+    run = boot_plain(args, kout, initrd, 'block', 'block', seconds=12,
+                     trace=BOOT_TRACE_BLOCK, disk=True)
+    b, evs, maps = common_checks(run)
+    counts(run, b, evs)
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
+    check(unv == 0, '%d unverified' % unv)
+    check([m for m in run.markers() if m.startswith('BLOCK-IO rounds=')],
+          'the guest did not finish its block I/O')
+    blk = {}
+    for e in evs:
+        name = e['event'].split(':')[0]
+        if name in ('block/block_bio_queue', 'block/block_rq_issue'):
+            blk.setdefault(name, []).append(e)
+    log('block events stored: %s' % {k: len(v) for k, v in blk.items()})
+    check(len(blk) == 2, 'not both block events stored: %s' % sorted(blk))
+    nostack = [e for v in blk.values() for e in v
+               if e['stack']['kind'] not in ('stack_id', 'full')]
+    check(not nostack, '%d block events without a resolved stack' % len(nostack))
+    via = [e for e in blk['block/block_bio_queue']
+           if any(host_sym(f).startswith('submit_bio') for f in e['stack']['frames'])]
+    check(via, 'no block_bio_queue stack through submit_bio*')
+    fsync = [e for e in via if any('fsync' in host_sym(f) for f in e['stack']['frames'])]
+    log('block: %d bio_queue stacks through submit_bio, %d of them from fsync, e.g. %s'
+        % (len(via), len(fsync), [host_sym(f) for f in (fsync or via)[0]['stack']['frames']][:10]))
+    check(fsync, 'no block I/O stack from an fsync')
+    check_chains(run, evs, b, 'exact', guest_chains(run))
+    run.cleanup()
+
+
+def t_clockreset(args):
+    """Loss the ring buffer's counters cannot see, provoked: before the agent starts
+    the guest sets its trace clock again, which resets the ring buffer (what 6.1 does
+    at late_initcall under TCG when no trace_clock= is given) and zeroes its counters.
+    host-agent must report exactly the stack ids the map handed out before the reset
+    as LOST (map successes against stored stack_id events), and every chain event
+    fired before the reset, and none after it, must be missing."""
+    kout, initrd = build(args)
+    run = boot_plain(args, kout, initrd, 'clockreset', 'clockreset', seconds=8)
+    b, evs, maps = common_checks(run)
+    mk = [m for m in run.markers() if m.startswith('CLOCK-RESET ')]
+    check(mk, 'the guest did not reset its ring buffer')
+    f = dict(x.split('=', 1) for x in mk[0].split()[1:] if '=' in x)
+    lost = int(f['successes'])
+    at = [int(x) for x in f['chains'].split(',')]
+    log('guest before the reset: %s' % mk[0])
+    check(lost > 0, 'no stack id handed out before the reset: nothing provoked')
+    gs = guest_stats(run)
+    stored = db_sum(run, 'SELECT SUM(nr_events) FROM chunks')
+    check(gs.get('entries', 0) == 0, '%d events left unread' % gs.get('entries', 0))
+    check(stored == gs['read events'], 'host stored %d, the guest read %d'
+          % (stored, gs['read events']))
+    check(gs.get('overrun', 0) == 0, 'the ring buffer overran: %d' % gs['overrun'])
+    log('boots: lost_events %d, unseen_stack_ids %d, map successes %d (epoch %d),'
+        ' stack_id events stored %d' % (b['lost_events'], b['unseen_stack_ids'],
+                                         b['map_successes'], b['map_epoch'],
+                                         b['stack_id_events']))
+    check(b['unseen_stack_ids'] == lost and b['lost_events'] == lost,
+          'the reset lost the events of %d stack ids; host-agent reports LOST %d'
+          ' (unseen stack ids %d)' % (lost, b['lost_events'], b['unseen_stack_ids']))
+    kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
+    check(unv == 0, '%d unverified' % unv)
+    guest = guest_chains(run)
+    check_chains(run, evs, b, 'lost', guest)
+    seqs = {c: {int(m.group(2)) for e in evs for m in [CHAIN_EVENT.match(e['event'])]
+                if m and int(m.group(1)) == c} for c in range(NR_CHAINS)}
+    for c in range(NR_CHAINS):
+        want = set(range(at[c], guest[c]))
+        check(seqs[c] == want, 'chain %d: stored %d events, want exactly seqs %d..%d'
+              ' (the ones fired after the reset)' % (c, len(seqs[c]), at[c], guest[c] - 1))
+    log('clockreset: LOST %d = the stack ids handed out before the reset; chain events'
+        ' stored from seqs %s on, all of them' % (b['lost_events'], at))
+    run.cleanup()
+
+
+SCENARIOS = {'module': t_module, 'block': t_block, 'clockreset': t_clockreset,
+             'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
              'kill': t_kill, 'late': t_late, 'full': t_full}
 SCENARIOS.update({n: (lambda args, n=n: t_overflow(args, n)) for n in OVERFLOW_PATHS})
 
@@ -1017,7 +1154,7 @@ def main():
         args.ticker = os.path.join(top, 'tests', 'e2e-stream', 'e2s-ticker')
     try:
         SCENARIOS[args.scenario](args)
-    except Fail as e:
+    except (Fail, e2e.TestFailure) as e:
         log('FAIL: %s' % e)
         return 1
     log('PASS: %s' % args.scenario)

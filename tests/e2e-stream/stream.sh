@@ -1,7 +1,8 @@
 # Guest side of tests/e2e-stream (run by /init as stackmap.scenario=stream).
 # Tracing (kmem events with stacktrace + stackmap) runs from boot, set on the
 # kernel command line. Parameters (kernel command line, stackmap.e2s_*):
-#   e2s_mode     steady | resets | crash | kill | late | full | overflow
+#   e2s_mode     steady | resets | crash | kill | late | full | overflow | module |
+#                block | clockreset
 #   e2s_seconds  workload length (default 15)
 #   e2s_resets   map resets in mode resets (default 50)
 #   e2s_crash_ms in mode crash: start the crash-window probe this long after
@@ -40,6 +41,18 @@
 # written and 300 ms passed (mode crash), "AGENT_CPU_TICKS", "AGENT_EXIT".
 # In mode crash each MARK round also printk()s "e2s-clock N" (/dev/kmsg): the
 # host compares its console (printk clock) and printk:console (trace clock) times.
+# In mode module: insmod /lib/modules/stackmap_testmod.ko once the agent
+# streams, "N" writes to <debugfs>/stackmap_testmod alongside the workload (N
+# kmalloc()s each through the module's own call chain), then a racy map dump
+# (map-E-racy.txt, module frames still named), rmmod while tracing goes on,
+# trace_marker "e2s-unloaded", more workload. modsyms.txt: the module's
+# /proc/kallsyms lines; "MODULE-UNLOADED allocations=N" on the console.
+# In mode block: mke2fs + mount of the virtio-blk disk /dev/vda, then dd with
+# conv=fsync to a file on it alongside the workload ("BLOCK-IO rounds=N").
+# In mode clockreset: before stackmap-guestd starts, with tracing paused, the
+# map's successes since boot are printed ("CLOCK-RESET successes=S") and the
+# trace clock is set again, which resets the ring buffer: those S stack ids'
+# events are gone and nothing in the ring buffer's counters says so.
 # In mode crash a background timer starts /e2s-ticker K (e2s-ticker.c): it
 # writes "e2s-tick I K MONO_NS" to trace_marker for I = 1..K, at least 1 ms
 # apart, and panics with sysrq-c right after the K-th: tick I is committed at
@@ -120,6 +133,19 @@ chains &
 CHAINS=$!
 i=0
 while [ $i -lt "$delay" ]; do work; i=$((i + 1)); done
+if [ "$mode" = clockreset ]; then
+	work
+	chains_pause
+	echo 0 > $T/tracing_on
+	# the clock in use, set again below: tracing_set_clock() resets the buffers
+	clock=$(sed 's/.*\[\(.*\)\].*/\1/' $T/trace_clock)
+	say "CLOCK-RESET successes=$(sed -n 's/^successes: *//p' $T/stack_map_stat)" \
+	    "entries=$(cat $T/per_cpu/cpu*/stats | awk '$1 == "entries:" { n += $2 } END { print n }')" \
+	    "clock=$clock chains=$(chains_counts | tr ' ' ,)"
+	echo "$clock" > $T/trace_clock || fail "setting trace_clock $clock"
+	echo 1 > $T/tracing_on
+	chains_resume
+fi
 if [ "$mode" = overflow ]; then
 	: > /tmp/agent.log
 	# shellcheck disable=SC2086
@@ -184,6 +210,47 @@ crash)
 	;;
 full)
 	while [ "$(date +%s)" -lt "$end" ]; do work_wide; done
+	;;
+module)
+	M=/sys/kernel/debug/stackmap_testmod
+	insmod /lib/modules/stackmap_testmod.ko || fail "insmod stackmap_testmod"
+	grep '\[stackmap_testmod\]$' /proc/kallsyms > /tmp/modsyms.txt
+	say "MODULE-LOADED $(wc -l < /tmp/modsyms.txt) symbols"
+	# at least 3 rounds and 5 s loaded (the agent rescans /proc/modules every
+	# second), however long loading took
+	loaded=$(date +%s)
+	i=0
+	while [ $i -lt 3 ] || [ "$(date +%s)" -lt "$end" ] ||
+	      [ "$(date +%s)" -lt $((loaded + 5)) ]; do
+		work
+		echo 20 > $M || fail "write $M"
+		i=$((i + 1))
+	done
+	n=$(cat $M)
+	snap "-racy"
+	rmmod stackmap_testmod || fail "rmmod stackmap_testmod"
+	echo "e2s-unloaded" > $T/trace_marker
+	say "MODULE-UNLOADED allocations=$n"
+	i=0
+	while [ $i -lt 3 ]; do work; i=$((i + 1)); done
+	emit modsyms.txt /tmp/modsyms.txt
+	;;
+block)
+	mke2fs -F /dev/vda > /dev/null || fail "mke2fs /dev/vda"
+	mkdir -p /mnt
+	mount -t ext2 /dev/vda /mnt || fail "mount /dev/vda"
+	n=0
+	# at least 5 rounds, however long mke2fs took
+	while [ $n -lt 5 ] || [ "$(date +%s)" -lt "$end" ]; do
+		work
+		dd if=/dev/zero of=/mnt/f bs=64k count=8 conv=fsync 2> /dev/null ||
+			fail "dd to /mnt/f"
+		rm -f /mnt/f
+		sync
+		n=$((n + 1))
+	done
+	umount /mnt || fail "umount /mnt"
+	say "BLOCK-IO rounds=$n"
 	;;
 overflow)
 	limit=$(($(date +%s) + 600))
