@@ -13,6 +13,7 @@
 #define FG_TOP		64
 #define FG_BOTTOM	28
 #define FG_MIN_PX	0.1	/* narrower frames are not drawn (their parent counts them) */
+#define FG_MAX_FRAMES	8000	/* and at most this many: a browser shows it in seconds */
 
 typedef struct _Node Node;
 struct _Node {
@@ -78,9 +79,51 @@ static void colour(const char *name, int *r, int *g, int *b)
 typedef struct {
 	GString *o;
 	uint64_t total;
+	uint64_t min_count;	/* events of the narrowest frame drawn */
 	int height;
 	guint frames;
 } Layout;
+
+static void collect_counts(const Node *n, GArray *counts)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_array_append_val(counts, n->count);
+	if (!n->kids)
+		return;
+	g_hash_table_iter_init(&it, n->kids);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		collect_counts(v, counts);
+}
+
+static int count_desc(gconstpointer a, gconstpointer b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
+ * The fewest events a drawn frame has: FG_MIN_PX wide, and more when that would draw
+ * over FG_MAX_FRAMES frames (then the narrowest go, as a wider --minwidth would).
+ * A frame is never wider than its parent, so a count threshold keeps whole paths.
+ */
+static uint64_t min_count(const Node *root, uint64_t total)
+{
+	g_autoptr(GArray) counts = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	double px = FG_MIN_PX * (double)total / (FG_WIDTH - 2 * FG_PAD);
+	uint64_t min = (uint64_t)px;
+
+	min += (double)min < px;	/* rounded up */
+	min = MAX(min, 1);
+	collect_counts(root, counts);
+	if (counts->len <= FG_MAX_FRAMES)
+		return min;
+	g_array_sort(counts, count_desc);
+	/* the root and the FG_MAX_FRAMES - 1 widest frames at most: ties go together */
+	return MAX(min, g_array_index(counts, uint64_t, FG_MAX_FRAMES - 1) + 1);
+}
 
 static void emit(Layout *l, const Node *n, uint64_t start, int depth)
 {
@@ -131,7 +174,7 @@ static void emit(Layout *l, const Node *n, uint64_t start, int depth)
 	for (guint i = 0; i < kids->len; i++) {
 		const Node *k = kids->pdata[i];
 
-		if ((double)k->count * sc >= FG_MIN_PX)
+		if (k->count >= l->min_count)
 			emit(l, k, at, depth + 1);
 		at += k->count;
 	}
@@ -242,11 +285,13 @@ bool ha_flamegraph_svg(const char *folded, const char *title, GString *out, GErr
 		}
 	}
 	l.total = MAX(root->count, 1);
+	l.min_count = min_count(root, l.total);
 	l.height = FG_TOP + (depth + 1) * FG_FRAME + FG_BOTTOM;
 	g_string_append_printf(out,
 		"<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\""
-		" height=\"%d\" viewBox=\"0 0 %d %d\" data-total=\"%" PRIu64 "\">\n"
+		" height=\"%d\" viewBox=\"0 0 %d %d\" data-total=\"%" PRIu64 "\""
+		" data-min-count=\"%" PRIu64 "\">\n"
 		"<style>\n"
 		"text { font-family: monospace; font-size: 12px; fill: #000; }\n"
 		"g.f text { pointer-events: none; }\n"
@@ -260,7 +305,8 @@ bool ha_flamegraph_svg(const char *folded, const char *title, GString *out, GErr
 		"<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n"
 		"<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"#f8f8f0\"/>\n"
 		"<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">",
-		FG_WIDTH, l.height, FG_WIDTH, l.height, root->count, script, FG_WIDTH / 2);
+		FG_WIDTH, l.height, FG_WIDTH, l.height, root->count, l.min_count, script,
+		FG_WIDTH / 2);
 	xml_text(out, title);
 	g_string_append_printf(out, "</text>\n"
 		"<text id=\"reset\" x=\"%d\" y=\"48\" style=\"opacity:0.3\">Reset zoom</text>\n"

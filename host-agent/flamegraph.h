@@ -8,7 +8,10 @@
  * bottom, each node a <g class="f"> with a <title> "FUNCTION (N events, P%)",
  * a <rect> as wide as its share and the function name when it fits; a frame
  * narrower than 0.1 pixel is left out with its subtree (its events stay in its
- * parent's width, as flamegraph.pl's --minwidth default does). A small inline
+ * parent's width, as flamegraph.pl's --minwidth default does), and when that still
+ * leaves more than 8000 frames the narrowest go too (a browser takes minutes over
+ * tens of thousands); the root's data-min-count says the fewest events a drawn
+ * frame has. A small inline
  * script (no external resource) makes it interactive: hover shows the title and the
  * path in the status line, a click zooms to that frame (its ancestors stay, full
  * width), "Reset zoom" or Escape goes back, "Search" (or Ctrl-F) takes a regular

@@ -16,6 +16,7 @@ after the page's script ran) the script saw every frame (data-ready).
 """
 import bisect
 import json
+import math
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -111,10 +112,17 @@ def flamegraph(svg, folded, dom=None):
         for i in range(1, len(fr) + 1):
             want[fr[:i]] += n
     total = sum(folded.values())
-    # drawn: exactly the paths at least 0.1 px wide (flamegraph.h), each with its count
-    minw = 0.1 * total / (1200 - 2 * 10)
-    want = {p: n for p, n in want.items() if n >= minw and
-            all(want[p[:i]] >= minw for i in range(1, len(p)))}
+    # drawn: exactly the paths of at least data-min-count events, each with its count;
+    # that is 0.1 px wide at least (flamegraph.h), more only to stay within 8000 frames
+    minc = int(root.get('data-min-count'))
+    if minc < max(1, math.ceil(0.1 * total / (1200 - 2 * 10))):
+        fail('data-min-count %d is under 0.1 px' % minc)
+    allw = sorted(want.values(), reverse=True)
+    if len(allw) + 1 > 8000 and minc > 1 and sum(1 for n in allw if n >= minc - 1) + 1 <= 8000:
+        fail('data-min-count %d leaves out more than the 8000 frames cap needs' % minc)
+    want = {p: n for p, n in want.items() if n >= minc}
+    if len(want) + 1 > 8000:
+        fail('%d frames drawn, over the cap of 8000' % (len(want) + 1))
     if drawn != want:
         diff = set(drawn.items()) ^ set(want.items())
         fail('flame graph frames differ from report folded: %s' % sorted(diff)[:5])

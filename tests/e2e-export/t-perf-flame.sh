@@ -43,3 +43,21 @@ grep -q 'data-total="10000"' "$T/fg2.svg" || fail "flamegraph --event: total"
 ha report flamegraph --event nosuch/event --since 0 >"$T/fg3.svg" || fail "flamegraph, no event"
 grep -q 'data-total="0"' "$T/fg3.svg" || fail "flamegraph of no event"
 ok "perf-script and flame graphs"
+
+# a boot of many distinct stacks (16000, 37000 frames at 0.1 px): the SVG keeps the
+# widest 8000 frames or fewer (data-min-count) and Chromium still runs its script
+# over every frame drawn
+start_daemon --listen "$T/sock2" --domain-name big
+"$SYNTH_GUEST" --connect "$T/sock2" --events 200000 --cpus 4 --epochs 4 --stacks 4000 \
+	--seed 4 -q >/dev/null || fail "big guest"
+wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect (big)"
+stop_daemon
+hb() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name big; }
+hb report folded >"$T/bfolded" || fail "folded (big)"
+hb report flamegraph >"$T/fg.svg" || fail "flamegraph (big)"
+run_chromium --dump-dom >"$T/bdom" || { tail "$T/chromium.log"; fail "chromium (big)"; }
+python3 "$PERFCHECK" flamegraph "$T/fg.svg" "$T/bfolded" "$T/bdom" >"$T/bcheck" ||
+	{ cat "$T/bcheck"; fail "flame graph check (big)"; }
+cat "$T/bcheck"
+grep -q 'data-min-count="1"' "$T/fg.svg" && fail "big boot: nothing left out"
+ok "a flame graph of 16000 stacks: at most 8000 frames, read by Chromium"
