@@ -9,18 +9,6 @@
 
 #define TOP_DEFAULT 10u
 
-/* A ClickHouse string literal. */
-static void sql_str(GString *q, const char *s)
-{
-	g_string_append_c(q, '\'');
-	for (; *s; s++) {
-		if (*s == '\'' || *s == '\\')
-			g_string_append_c(q, '\\');
-		g_string_append_c(q, *s);
-	}
-	g_string_append_c(q, '\'');
-}
-
 /* WHERE of the boots the options select. */
 static char *boot_filter(const HaChReportOpts *o)
 {
@@ -28,42 +16,21 @@ static char *boot_filter(const HaChReportOpts *o)
 
 	if (o->host) {
 		g_string_append(q, " AND host = ");
-		sql_str(q, o->host);
+		ha_ch_sql_str(q, o->host);
 	}
 	if (o->domain) {
 		g_string_append(q, " AND domain = ");
-		sql_str(q, o->domain);
+		ha_ch_sql_str(q, o->domain);
 	}
 	if (o->ended) {
 		g_string_append(q, " AND ended = ");
-		sql_str(q, o->ended);
+		ha_ch_sql_str(q, o->ended);
 	}
 	if (o->since_us >= 0)
 		g_string_append_printf(q, " AND end_us >= %" PRId64, o->since_us);
 	if (o->until_us >= 0)
 		g_string_append_printf(q, " AND start_us <= %" PRId64, o->until_us);
 	return g_string_free(q, FALSE);
-}
-
-/* TabSeparated: the fields of one line, unescaped in place (\\, \t, \n). */
-static gchar **tsv_fields(char *line)
-{
-	gchar **f = g_strsplit(line, "\t", -1);
-
-	for (gchar **p = f; *p; p++) {
-		char *r = *p, *w = *p;
-
-		for (; *r; r++) {
-			if (*r == '\\' && r[1]) {
-				r++;
-				*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r;
-			} else {
-				*w++ = *r;
-			}
-		}
-		*w = '\0';
-	}
-	return f;
 }
 
 static char *fmt_us(int64_t us)
@@ -96,7 +63,7 @@ static bool ch_boots(HaCh *c, const char *where, GString *out, GError **error)
 
 		if (!**l)
 			continue;
-		f = tsv_fields(*l);
+		f = ha_ch_tsv_fields(*l);
 		if (g_strv_length(f) != 13) {
 			g_strfreev(f);
 			continue;
@@ -113,16 +80,16 @@ static bool ch_boots(HaCh *c, const char *where, GString *out, GError **error)
 	return true;
 }
 
-/* top and folded: the stacks of the selected boots' current snapshots, summed. */
+/* top and folded: the current stacks of the selected boots, summed. */
 static bool ch_stacks(HaCh *c, const char *where, bool top, guint limit, GString *out,
 		      GError **error)
 {
 	g_autofree char *lim = top ? g_strdup_printf(" LIMIT %u", limit) : g_strdup("");
 	g_autofree char *sql = g_strdup_printf(
 		"SELECT frames, sum(events) AS n FROM stacks FINAL"
-		" WHERE (host, domain, boot, snap) GLOBAL IN"
-		" (SELECT host, domain, boot, snap FROM boots FINAL WHERE %s)"
-		" GROUP BY frames ORDER BY %s%s FORMAT TabSeparated", where,
+		" WHERE (host, domain, boot) GLOBAL IN"
+		" (SELECT host, domain, boot FROM boots FINAL WHERE %s)"
+		" GROUP BY frames HAVING n > 0 ORDER BY %s%s FORMAT TabSeparated", where,
 		top ? "n DESC, frames" : "frames", lim);
 	g_autofree char *tsql = g_strdup_printf(
 		"SELECT sum(events), count() FROM boots FINAL WHERE %s FORMAT TabSeparated",
@@ -150,7 +117,7 @@ static bool ch_stacks(HaCh *c, const char *where, bool top, guint limit, GString
 
 		if (!**l)
 			continue;
-		f = tsv_fields(*l);
+		f = ha_ch_tsv_fields(*l);
 		if (g_strv_length(f) != 2) {
 			g_strfreev(f);
 			continue;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * clickhouse-ship.c - a store's boots as ClickHouse snapshots, and the daemon's
+ * clickhouse-ship.c - a store's boots as ClickHouse rows, and the daemon's
  * replication thread (clickhouse.h has the model).
  */
 #include "clickhouse.h"
@@ -89,12 +89,40 @@ static bool batch_row_done(Ship *s, Batch *b, GError **error)
 	return b->rows->len < INSERT_FLUSH_BYTES || batch_flush(s, b, error);
 }
 
-static void key_cols(Ship *s, Batch *b, const char *boot, uint64_t snap)
+static void key_cols(Ship *s, Batch *b, const char *boot)
 {
 	rb_str(b->rows, s->host);
 	rb_str(b->rows, s->domain);
 	rb_str(b->rows, boot);
-	rb_u64(b->rows, snap);
+}
+
+/* The stacks ClickHouse has for the boot with events (a set of frames, owned). */
+static GHashTable *stacks_there(Ship *s, const char *boot, GError **error)
+{
+	g_autoptr(GString) q = g_string_new("SELECT frames, events FROM stacks FINAL WHERE host = ");
+	g_autoptr(GString) a = g_string_new(NULL);
+	GHashTable *set;
+	gchar **lines;
+
+	ha_ch_sql_str(q, s->host);
+	g_string_append(q, " AND domain = ");
+	ha_ch_sql_str(q, s->domain);
+	g_string_append(q, " AND boot = ");
+	ha_ch_sql_str(q, boot);
+	g_string_append(q, " FORMAT TabSeparated");
+	if (!ha_ch_query(s->ch, q->str, NULL, 0, a, error))
+		return NULL;
+	set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	lines = g_strsplit(a->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		gchar **f = **l ? ha_ch_tsv_fields(*l) : NULL;
+
+		if (f && g_strv_length(f) == 2 && g_ascii_strtoull(f[1], NULL, 10) > 0)
+			g_hash_table_add(set, g_strdup(f[0]));
+		g_strfreev(f);
+	}
+	g_strfreev(lines);
+	return set;
 }
 
 static uint64_t json_u64(JsonObject *o, const char *k)
@@ -194,8 +222,8 @@ static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
 	return true;
 }
 
-/* Rows of the snapshot, then the boots row that names it. */
-static bool send_boot(Ship *s, const BootNow *b, GError **error)
+/* The boot's rows at @version, then its boots row. */
+static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **error)
 {
 	g_autoptr(JsonParser) p = json_parser_new();
 	g_autoptr(GByteArray) rows = g_byte_array_new();
@@ -205,6 +233,9 @@ static bool send_boot(Ship *s, const BootNow *b, GError **error)
 	JsonObject *o;
 	const char *boot;
 	gchar **lines;
+	g_autoptr(GHashTable) gone = NULL;
+	GHashTableIter it;
+	gpointer k;
 
 	if (!json_parser_load_from_data(p, b->boots_json->str, (gssize)b->boots_json->len,
 					error))
@@ -217,6 +248,9 @@ static bool send_boot(Ship *s, const BootNow *b, GError **error)
 	}
 	o = json_array_get_object_element(arr, 0);
 	boot = json_s(o, "boot_id");
+	gone = stacks_there(s, boot, error);
+	if (!gone)
+		return false;
 
 	bt.table = "stacks";
 	lines = g_strsplit(b->folded->str, "\n", -1);
@@ -226,15 +260,27 @@ static bool send_boot(Ship *s, const BootNow *b, GError **error)
 		if (!**l || !sp)
 			continue;
 		*sp = '\0';
-		key_cols(s, &bt, boot, b->snap);
+		g_hash_table_remove(gone, *l);
+		key_cols(s, &bt, boot);
 		rb_str(rows, *l);
 		rb_u64(rows, g_ascii_strtoull(sp + 1, NULL, 10));
+		rb_u64(rows, version);
 		if (!batch_row_done(s, &bt, error)) {
 			g_strfreev(lines);
 			return false;
 		}
 	}
 	g_strfreev(lines);
+	/* Stacks the boot no longer has: 0 events at this version. */
+	g_hash_table_iter_init(&it, gone);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		key_cols(s, &bt, boot);
+		rb_str(rows, k);
+		rb_u64(rows, 0);
+		rb_u64(rows, version);
+		if (!batch_row_done(s, &bt, error))
+			return false;
+	}
 	if (!batch_flush(s, &bt, error))
 		return false;
 
@@ -246,11 +292,12 @@ static bool send_boot(Ship *s, const BootNow *b, GError **error)
 		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %"
 			   SCNu64, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
 			continue;
-		key_cols(s, &bt, boot, b->snap);
+		key_cols(s, &bt, boot);
 		rb_u64(rows, v[0]);
 		rb_u32(rows, (uint32_t)v[1]);
 		for (int i = 2; i < 6; i++)
 			rb_u64(rows, v[i]);
+		rb_u64(rows, version);
 		if (!batch_row_done(s, &bt, error)) {
 			g_strfreev(lines);
 			return false;
@@ -268,10 +315,11 @@ static bool send_boot(Ship *s, const BootNow *b, GError **error)
 
 		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNd64, &stream, &key, &value) != 3)
 			continue;
-		key_cols(s, &bt, boot, b->snap);
+		key_cols(s, &bt, boot);
 		rb_u64(rows, stream);
 		rb_u32(rows, (uint32_t)key);
 		rb_u64(rows, (uint64_t)value);
+		rb_u64(rows, version);
 		if (!batch_row_done(s, &bt, error)) {
 			g_strfreev(lines);
 			return false;
@@ -281,7 +329,7 @@ static bool send_boot(Ship *s, const BootNow *b, GError **error)
 	if (!batch_flush(s, &bt, error))
 		return false;
 
-	/* Last: the boot's row, which makes the snapshot the one reports read. */
+	/* Last: the boot's row; once it is confirmed, the watermark moves. */
 	bt.table = "boots";
 	rb_str(rows, s->host);
 	rb_str(rows, s->domain);
@@ -299,7 +347,7 @@ static bool send_boot(Ship *s, const BootNow *b, GError **error)
 	rb_u64(rows, json_u64(o, "malformed"));
 	rb_u64(rows, json_u64(o, "stack_not_received"));
 	rb_u64(rows, b->snap);
-	rb_u64(rows, (uint64_t)g_get_real_time());
+	rb_u64(rows, version);
 	bt.n = 1;
 	return batch_flush(s, &bt, error);
 }
@@ -330,6 +378,7 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		g_autofree char *key = g_strdup_printf("boot%" PRId64, id);
 		g_autofree char *was = g_key_file_get_string(kf, group, key, NULL);
 		g_autofree char *snap = NULL;
+		uint64_t version;
 		BootNow b = { 0 };
 		bool ok;
 
@@ -348,7 +397,19 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 			boot_now_clear(&b);
 			continue;
 		}
-		ok = send_boot(&s, &b, error);
+		/*
+		 * A version above every one sent for this store, taken before sending:
+		 * rows of an attempt that died must not outrank the next one, whatever
+		 * the clock does.
+		 */
+		version = MAX((uint64_t)g_get_real_time(),
+			      g_key_file_get_uint64(kf, group, "version", NULL) + 1);
+		g_key_file_set_uint64(kf, group, "version", version);
+		if (!g_key_file_save_to_file(kf, mark, error)) {
+			boot_now_clear(&b);
+			return false;
+		}
+		ok = send_boot(&s, &b, version, error);
 		boot_now_clear(&b);
 		if (!ok)
 			return false;

@@ -128,20 +128,53 @@ static const char *const schema[] = {
 	" host String, domain String, boot String, boot_no UInt32, kernel String,"
 	" start_us Int64, end_us Int64, ended String, events UInt64, lost_frames UInt64,"
 	" lost_events UInt64, stacks UInt64, epochs UInt64, malformed UInt64,"
-	" stack_not_received UInt64, snap UInt64, shipped UInt64)"
-	" ENGINE = ReplacingMergeTree(shipped) ORDER BY (host, domain, boot)",
+	" stack_not_received UInt64, snap UInt64, version UInt64)"
+	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot)",
 	"CREATE TABLE IF NOT EXISTS stacks ("
-	" host String, domain String, boot String, snap UInt64, frames String, events UInt64)"
-	" ENGINE = ReplacingMergeTree ORDER BY (host, domain, boot, snap, frames)",
+	" host String, domain String, boot String, frames String, events UInt64,"
+	" version UInt64)"
+	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, frames)",
 	"CREATE TABLE IF NOT EXISTS lost ("
-	" host String, domain String, boot String, snap UInt64, stream UInt64, cpu UInt32,"
-	" overrun UInt64, commit_overrun UInt64, dropped_events UInt64, read_events UInt64)"
-	" ENGINE = ReplacingMergeTree ORDER BY (host, domain, boot, snap, stream, cpu)",
+	" host String, domain String, boot String, stream UInt64, cpu UInt32,"
+	" overrun UInt64, commit_overrun UInt64, dropped_events UInt64, read_events UInt64,"
+	" version UInt64)"
+	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, stream, cpu)",
 	"CREATE TABLE IF NOT EXISTS stats ("
-	" host String, domain String, boot String, snap UInt64, stream UInt64, key UInt32,"
-	" value Int64)"
-	" ENGINE = ReplacingMergeTree ORDER BY (host, domain, boot, snap, stream, key)",
+	" host String, domain String, boot String, stream UInt64, key UInt32, value Int64,"
+	" version UInt64)"
+	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, stream, key)",
 };
+
+void ha_ch_sql_str(GString *q, const char *s)
+{
+	g_string_append_c(q, '\'');
+	for (; *s; s++) {
+		if (*s == '\'' || *s == '\\')
+			g_string_append_c(q, '\\');
+		g_string_append_c(q, *s);
+	}
+	g_string_append_c(q, '\'');
+}
+
+gchar **ha_ch_tsv_fields(char *line)
+{
+	gchar **f = g_strsplit(line, "\t", -1);
+
+	for (gchar **p = f; *p; p++) {
+		char *r = *p, *w = *p;
+
+		for (; *r; r++) {
+			if (*r == '\\' && r[1]) {
+				r++;
+				*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r;
+			} else {
+				*w++ = *r;
+			}
+		}
+		*w = '\0';
+	}
+	return f;
+}
 
 bool ha_ch_schema(HaCh *c, GError **error)
 {

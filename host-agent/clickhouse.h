@@ -14,16 +14,19 @@
  * hosts puts each host's tables on a shard and queries them through Distributed
  * tables of the same names in another database.
  *
- * What a boot is in ClickHouse: a snapshot. Shipping a boot computes its rows (the
+ * What a boot is in ClickHouse: its current rows. Shipping a boot computes them (the
  * boot's `report boots` numbers, its resolved stacks with their event counts as
  * `report folded` has them, its LOST and STATS rows) and a 64-bit content hash of
- * them, `snap`. Rows of stacks/lost/stats carry (host, domain, boot, snap) in their
- * ReplacingMergeTree key, so an INSERT repeated after a failure (ClickHouse restarted,
- * the agent killed) collapses into the same rows; the boots row (ReplacingMergeTree
- * by `shipped` time, one row per host, domain, boot) goes last and names the snapshot
- * that is complete. Reports read `boots FINAL` and only the rows of the snapshot it
- * names: no loss (the watermark, the last snap confirmed per boot, is written to
- * <store>.ship only after ClickHouse acknowledged the boots row) and no duplicate.
+ * them, `snap`; when the snap differs from the one last confirmed, every row is sent
+ * with a new `version` (greater than any before for this boot). Each table is a
+ * ReplacingMergeTree(version) whose key is the row's identity (host, domain, boot and
+ * the stack's frames, or the stream and CPU, or the stream and STATS key), so a row
+ * sent again (ClickHouse restarted, the agent killed mid-ship) replaces the same row,
+ * a newer count replaces an older one, and a table holds one row per identity: no
+ * growth while a boot streams. A stack the boot no longer has (an event that waited
+ * for its stack got it) is sent with 0 events. Reads use FINAL. The watermark, the
+ * last snap and version confirmed per boot, is written to <store>.ship only after
+ * ClickHouse acknowledged the boots row, which goes last: no loss, no duplicate.
  */
 #ifndef HA_CLICKHOUSE_H
 #define HA_CLICKHOUSE_H
@@ -50,6 +53,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaCh, ha_ch_free)
  */
 bool ha_ch_query(HaCh *c, const char *sql, const void *data, size_t len, GString *out,
 		 GError **error);
+
+/* Append @s to @q as a ClickHouse string literal. */
+void ha_ch_sql_str(GString *q, const char *s);
+/* The fields of one TabSeparated line, unescaped in place (g_strfreev). */
+gchar **ha_ch_tsv_fields(char *line);
 
 /* Create the shipper's tables in the URL's database when missing. */
 bool ha_ch_schema(HaCh *c, GError **error);
