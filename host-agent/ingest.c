@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "compact.h"
 #include "hist.h"
 #include "pair.h"
 #include "proto.h"
@@ -62,6 +63,12 @@ struct _HaConn {
 	uint8_t *pages;		/* the batch's pages of every CPU, in arrival order */
 	size_t pages_len, pages_cap;	/* cap <= batch_bytes + max_payload */
 	HaChunkZ *z;
+	/* Compaction (compact.h) of the chunks this connection stored, id >= compact_from,
+	 * from a low-priority idle source while the connection waits for input. */
+	int64_t compact_from;	/* 0: none stored yet */
+	bool compact_small;	/* the last commit stored a small chunk */
+	bool compact_off;	/* it failed once: left alone for this connection */
+	GSource *compact_src;
 	GHashTable *fullstacks;	/* GBytes ips -> gint64 id */
 	size_t fullstacks_bytes;
 	uint32_t batch_bytes;
@@ -123,6 +130,10 @@ void ha_conn_free(HaConn *c)
 {
 	if (!c)
 		return;
+	if (c->compact_src) {
+		g_source_destroy(c->compact_src);
+		g_source_unref(c->compact_src);
+	}
 	ha_store_rollback(c->store);
 	smp_decoder_free(c->dec);
 	ha_tep_free(c->tep);
@@ -493,7 +504,67 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	sqlite3_bind_blob(st, 11, zdata, (int)zlen, SQLITE_STATIC);
 	if (!step_done(c, st, error, "insert chunk"))
 		return false;
+	if (!c->compact_from)
+		c->compact_from = sqlite3_last_insert_rowid(ha_store_db(c->store));
+	if (ha_chunk_packed_size(spans, b->spans->len) < HA_COMPACT_SMALL)
+		c->compact_small = true;
 	return true;
+}
+
+/* One merge per call while the main loop has nothing else to do. */
+static gboolean on_compact_idle(gpointer user)
+{
+	HaConn *c = user;
+	g_autoptr(GError) e = NULL;
+	int r;
+
+	if (ha_store_in_txn(c->store))
+		r = 0;	/* a batch is open: the next commit schedules us again */
+	else
+		r = ha_compact_step(c->store, c->boot, c->compact_from, false,
+				    c->lim.zstd_level, &e);
+	if (r < 0) {
+		g_warning("%s: boot %s: merging small chunks: %s (left as they are)",
+			  c->domain, c->boot_str, e->message);
+		c->compact_off = true;
+	}
+	if (r == 1)
+		return G_SOURCE_CONTINUE;
+	g_source_unref(g_steal_pointer(&c->compact_src));
+	return G_SOURCE_REMOVE;
+}
+
+static void compact_schedule(HaConn *c)
+{
+	if (c->compact_src || c->compact_off || !c->compact_small)
+		return;
+	c->compact_small = false;
+	c->compact_src = g_idle_source_new();
+	g_source_set_priority(c->compact_src, G_PRIORITY_LOW);
+	g_source_set_callback(c->compact_src, on_compact_idle, c, NULL);
+	g_source_set_static_name(c->compact_src, "host-agent chunk compaction");
+	g_source_attach(c->compact_src, g_main_context_get_thread_default());
+}
+
+/* The stream ends: merge what is still small (the last runs too), then stop. */
+static void compact_finish(HaConn *c)
+{
+	g_autoptr(GError) e = NULL;
+	int r = 0;
+
+	if (c->compact_src) {
+		g_source_destroy(c->compact_src);
+		g_clear_pointer(&c->compact_src, g_source_unref);
+	}
+	if (!c->compact_from || c->compact_off || ha_store_in_txn(c->store))
+		return;
+	while ((r = ha_compact_step(c->store, c->boot, c->compact_from, true,
+				    c->lim.zstd_level, &e)) == 1)
+		;
+	if (r < 0)
+		g_warning("%s: boot %s: merging small chunks: %s (left as they are)",
+			  c->domain, c->boot_str, e->message);
+	c->compact_from = 0;
 }
 
 /* The database's size in bytes (pages in use by the open transaction included). */
@@ -595,6 +666,7 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	c->batch_bytes = 0;
 	c->batch_frames = 0;
 	queue_ack(c);
+	compact_schedule(c);
 	return true;
 }
 
@@ -794,6 +866,7 @@ static bool end_session(HaConn *c, GError **error)
 {
 	if (!ha_conn_flush(c, error))
 		return false;
+	compact_finish(c);
 	if (!c->bye)
 		mark_disconnected(c);
 	g_clear_pointer(&c->tep, ha_tep_free);
@@ -1377,6 +1450,8 @@ void ha_conn_close(HaConn *c)
 		g_clear_error(&e);
 	}
 	ha_store_rollback(c->store);
+	if (!c->failed)
+		compact_finish(c);
 	if (c->bye && !c->failed)
 		return;
 	mark_disconnected(c);

@@ -17,7 +17,13 @@
  *
  * Durability: frames of a batch are applied in one SQLite transaction; the ACK for
  * them is queued only after ha_store_commit() returned (store.h). A frame is applied
- * whole or not at all: each one is checked completely before it touches the store.
+ * whole or not at all: each one is checked completely before it touches the store,
+ * and a store failure anywhere (in a pairing callback too) fails the whole batch,
+ * which is then neither committed nor acknowledged.
+ *
+ * Main loop: besides the source's read watch and commit timer, a connection adds a
+ * low-priority idle source of its own (the thread-default context's) that merges the
+ * small chunks it stored (compact.h); ha_conn_close() merges what is left.
  */
 #ifndef HA_INGEST_H
 #define HA_INGEST_H
@@ -83,12 +89,13 @@ bool ha_conn_flush(HaConn *c, GError **error);
 /*
  * Group commit, for a source whose input ran dry: milliseconds until the batch is due
  * (its oldest frame HA_COMMIT_DELAY_US old), 0 when it is due now or empty. Under a
- * steady stream the batch limits of HaLimits commit it first; a slow stream thus makes
- * chunks of a quarter second, not one per write (small chunks compress worse). The
- * delay costs nothing on a guest crash: what reached the host is committed anyway; it
- * only keeps frames in the guest's resend window a little longer.
+ * steady stream the batch limits of HaLimits commit it first; a slow stream commits
+ * within a few milliseconds of a frame's arrival, which bounds the guest's wait for
+ * its ACK. The small chunks that makes are merged later, off the ACK path, while the
+ * connection waits for input (compact.h), so they end up compressed as well as large
+ * batches are.
  */
-#define HA_COMMIT_DELAY_US	(250 * 1000)
+#define HA_COMMIT_DELAY_US	(5 * 1000)
 guint ha_conn_commit_due_ms(const HaConn *c);
 
 /* Bytes waiting to be written to the guest (owned by @c), and how many were written. */

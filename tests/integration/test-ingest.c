@@ -3,12 +3,14 @@
  * Unit tests: one HaConn fed frames directly (no socket): WELCOME resume point,
  * ACK only after commit and cumulative, duplicates acknowledged but not applied, a
  * gap counted, a frame before HELLO refused, a batch over the quota rolled back and
- * never acknowledged, a store failure inside the pairing callback failing its batch.
+ * never acknowledged, a store failure inside the pairing callback failing its batch,
+ * small chunks merged at the end of the stream.
  */
 #include <glib/gstdio.h>
 #include <inttypes.h>
 #include <string.h>
 
+#include "chunk.h"
 #include "guest-formats.h"
 #include "ingest.h"
 #include "proto.h"
@@ -466,7 +468,65 @@ int main(void)
 			g_clear_error(&e);
 			CHECK(q1(s, chunks) == 1 && q1(s, full) == 1 && q1(s, counts) == 1,
 			      "one chunk, the event counted once with its full stack");
-			ha_conn_close(c);
+
+			/* Commits bounded by time make small chunks: each page here is its
+			 * own commit. At the end of the stream they are merged into one
+			 * chunk (compact.h) that keeps the first id, the seq and time range
+			 * and the counts, and inflates to the pages in order. */
+			{
+				g_autofree char *sum = g_strdup_printf(
+					"SELECT SUM(nr_pages) * 1000000 + SUM(nr_events) * 1000 +"
+					" SUM(nr_traced) FROM chunks WHERE boot = %" PRId64, boot);
+				g_autofree char *raw = g_strdup_printf("SELECT SUM(raw_bytes)"
+					" FROM chunks WHERE boot = %" PRId64, boot);
+				g_autofree char *first = g_strdup_printf("SELECT MIN(id) FROM"
+					" chunks WHERE boot = %" PRId64, boot);
+				g_autofree char *range = g_strdup_printf("SELECT COUNT(*) FROM"
+					" chunks WHERE boot = %" PRId64 " AND first_seq = %" PRIu64
+					" AND last_seq = %" PRIu64 " AND ts_min = %" PRIu64
+					" AND ts_max = %" PRIu64, boot, page_seq, page_seq + 5,
+					1000 * page_seq, 1000 * (page_seq + 5) + 5);
+				int64_t raw0, id0;
+				bool all = true;
+
+				for (uint64_t i = 1; i <= 5; i++)
+					all &= send_page_fullstack(c, page_seq + i,
+								   0xffffffff81000100ull, &e) &&
+					       ha_conn_flush(c, &e);
+				raw0 = q1(s, raw);
+				id0 = q1(s, first);
+				CHECK(all && q1(s, chunks) == 6 && q1(s, sum) == 6012006,
+				      "six pages in six chunks (%s)", e ? e->message : "ok");
+				ha_conn_close(c);
+				CHECK(q1(s, chunks) == 1 && q1(s, sum) == 6012006 &&
+				      q1(s, raw) == raw0 && q1(s, first) == id0 &&
+				      q1(s, range) == 1,
+				      "merged into one chunk: id, seqs, times, counts kept");
+				{
+					g_autofree char *data = g_strdup_printf("SELECT data FROM"
+						" chunks WHERE boot = %" PRId64, boot);
+					sqlite3_stmt *st = ha_store_stmt(s, data, NULL);
+					g_autoptr(GBytes) in = NULL;
+					size_t off = 0;
+					const uint8_t *pg;
+					uint32_t len;
+					int pages = 0;
+					uint64_t ts = 0, ts_ok = 1;
+
+					if (st && sqlite3_step(st) == SQLITE_ROW)
+						in = ha_chunk_decompress(sqlite3_column_blob(st, 0),
+							(size_t)sqlite3_column_bytes(st, 0), NULL);
+					if (st)
+						sqlite3_reset(st);
+					while (in && ha_chunk_next_page(in, &off, &pg, &len)) {
+						memcpy(&ts, pg, 8);	/* the page's time stamp */
+						ts_ok &= ts == 1000 * (page_seq + (uint64_t)pages);
+						pages++;
+					}
+					CHECK(pages == 6 && ts_ok, "it inflates to the six pages in"
+					      " order (%d)", pages);
+				}
+			}
 			ha_conn_free(c);
 		}
 	}
