@@ -34,7 +34,8 @@
 #include "proto.h"
 
 static char *ha_path, *sg_path, *dir, *wrap, *only, *base_path;
-static gint64 nevents = 2000000, top_events = 10000000, repeat = 3;
+static gint64 nevents = 2000000, top_events = 10000000, repeat = 3, paced_events = 100000;
+static double rate_mb = 1.0;
 
 static double now(void)
 {
@@ -234,6 +235,140 @@ static double median(GArray *a)
 	return a->len ? g_array_index(a, double, a->len / 2) : 0;
 }
 
+static int64_t q1(sqlite3 *db, const char *sql);
+
+typedef struct {
+	uint64_t seq;
+	double sent;
+} Sent;
+
+/*
+ * A guest at a steady rate: the stream's frames written at @rate bytes per second
+ * (each when it is due), and for every frame the time from its write to the ACK that
+ * covers it (commit to durable, as the guest sees it), into @lat (seconds).
+ */
+static void paced(const uint8_t *buf, size_t len, const char *sock, uint64_t last_seq,
+		  double rate, GArray *lat)
+{
+	int fd = connect_to(sock);
+	struct smp_decoder *dec = smp_decoder_new(64);
+	g_autoptr(GArray) sent = g_array_new(FALSE, FALSE, sizeof(Sent));
+	uint64_t acked = 0;
+	size_t off = 0, fpos = 0, head = 0;
+	double t0 = now();
+
+	while (acked < last_seq) {
+		double due = off < len ? t0 + (double)off / rate : 0, t = now();
+		int timeout = off < len ? (int)MAX((due - t) * 1000, 0) : 1000;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct smp_frame f;
+		uint8_t *space;
+		size_t room;
+		ssize_t n;
+
+		if (off < len && t >= due) {
+			uint32_t plen;
+			uint64_t seq;
+
+			/* whole frames, one at a time, blocking: a guest's write */
+			memcpy(&plen, buf + fpos + 8, 4);
+			memcpy(&seq, buf + fpos + 16, 8);
+			if (!write_all(fd, buf + fpos, SMP_HDR_SIZE + plen))
+				break;
+			g_array_append_val(sent, ((Sent){ .seq = seq, .sent = now() }));
+			fpos += SMP_HDR_SIZE + plen;
+			off = fpos;
+			timeout = 0;
+		}
+		if (poll(&p, 1, timeout) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		room = smp_decoder_space(dec, &space);
+		n = read(fd, space, room);
+		if (n == 0)
+			break;
+		if (n > 0)
+			smp_decoder_commit(dec, (size_t)n);
+		while (smp_decoder_next(dec, &f, NULL) != 0) {
+			if (f.type != SMP_ACK || f.len != 8 || smp_ack_decode(&acked, f.payload,
+									    f.len) < 0)
+				continue;
+			for (t = now(); head < sent->len &&
+			     g_array_index(sent, Sent, head).seq <= acked; head++)
+				g_array_append_vals(lat, &(double){
+					t - g_array_index(sent, Sent, head).sent }, 1);
+		}
+	}
+	close(fd);
+	smp_decoder_free(dec);
+	if (acked < last_seq) {
+		g_printerr("host-bench: paced: only %" PRIu64 " of %" PRIu64 " frames acked\n",
+			   acked, last_seq);
+		exit(1);
+	}
+}
+
+static double pct(GArray *a, double q)
+{
+	g_array_sort(a, cmp_double);
+	return a->len ? g_array_index(a, double, MIN((guint)(q * a->len), a->len - 1)) : 0;
+}
+
+/* The commit latency at a steady, guest-like rate (--rate-mb), and the stored size. */
+static void run_paced(const char *state)
+{
+	g_autofree char *stream = g_strdup_printf("%s/stream-paced.bin", dir);
+	g_autofree char *sock = g_strdup_printf("%s/sock-paced", dir);
+	g_autofree char *ev = g_strdup_printf("%" G_GINT64_FORMAT, paced_events);
+	char *gargv[] = { sg_path, "--dump", stream, "--events", ev, "--cpus", "2",
+			  "--stacks", "1000", "--epochs", "1", "-q", NULL };
+	g_autofree char *data = NULL;
+	gsize len;
+	uint64_t last_seq = 0;
+
+	run(gargv);
+	if (!g_file_get_contents(stream, &data, &len, NULL))
+		exit(1);
+	for (size_t off = 0; off + SMP_HDR_SIZE <= len;) {
+		uint32_t plen;
+		uint64_t seq;
+
+		memcpy(&plen, data + off + 8, 4);
+		memcpy(&seq, data + off + 16, 8);
+		last_seq = MAX(last_seq, seq);
+		off += SMP_HDR_SIZE + plen;
+	}
+	printf("\n steady guest: %" G_GINT64_FORMAT " events (%.1f MB of frames) at %.2f MB/s,"
+	       " frame by frame; commit to durable = a frame's write to the ACK covering it\n",
+	       paced_events, (double)len / 1e6, rate_mb);
+	for (int v = base_path ? 0 : 1; v < 2; v++) {
+		g_autofree char *st = g_strdup_printf("%s/paced-%d", state, v);
+		g_autofree char *db = g_strdup_printf("%s/paced.db", st);
+		g_autoptr(GArray) lat = g_array_new(FALSE, FALSE, sizeof(double));
+		GPid pid = start_daemon_of(v ? ha_path : base_path, sock, st, "paced");
+		struct stat sb;
+		int64_t chunks = 0, zdata, freeb;
+		sqlite3 *h;
+
+		paced((const uint8_t *)data, len, sock, last_seq, rate_mb * 1e6, lat);
+		stop_daemon(pid);
+		sqlite3_open(db, &h);
+		sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+		chunks = q1(h, "SELECT COUNT(*) FROM chunks");
+		zdata = q1(h, "SELECT SUM(length(data)) FROM chunks");
+		freeb = q1(h, "PRAGMA freelist_count") * q1(h, "PRAGMA page_size");
+		sqlite3_close(h);
+		stat(db, &sb);
+		printf("  %s: commit to durable p50 %.1f ms, p99 %.1f ms, max %.1f ms over %u"
+		       " frames; stored %.2f B/event (%.2f B/event of it free pages, which"
+		       " later chunks reuse), zstd pages %.2f B/event in %" PRId64 " chunks\n",
+		       v ? "host-agent" : "baseline  ", pct(lat, 0.5) * 1e3, pct(lat, 0.99) * 1e3,
+		       pct(lat, 1.0) * 1e3, lat->len, (double)sb.st_size / (double)paced_events,
+		       (double)freeb / (double)paced_events,
+		       (double)zdata / (double)paced_events, chunks);
+	}
+	g_unlink(stream);
+}
+
 static int64_t q1(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
@@ -406,6 +541,8 @@ int main(int argc, char **argv)
 		{ "only", 0, 0, G_OPTION_ARG_STRING, &only, "Only this variant: full, sid or none", "NAME" },
 		{ "baseline", 0, 0, G_OPTION_ARG_FILENAME, &base_path, "Another host-agent to compare with, in the same rounds", "PATH" },
 		{ "repeat", 0, 0, G_OPTION_ARG_INT64, &repeat, "Rounds per variant (medians printed)", "N" },
+		{ "paced-events", 0, 0, G_OPTION_ARG_INT64, &paced_events, "Events of the steady-rate run (0: skip)", "N" },
+		{ "rate-mb", 0, 0, G_OPTION_ARG_DOUBLE, &rate_mb, "MB/s of the steady-rate run (e2e under TCG: about 1)", "R" },
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
@@ -437,6 +574,8 @@ int main(int argc, char **argv)
 			       " %.2f B/event\n", sid - none, full);
 	}
 
+	if (paced_events > 0)
+		run_paced(state);
 	if (top_events > 0) {
 		g_autofree char *tsock = g_build_filename(dir, "sock-top", NULL);
 		g_autofree char *tev = g_strdup_printf("%" G_GINT64_FORMAT, top_events);
