@@ -950,7 +950,24 @@ static void ev_clear(gpointer p)
 	stack_clear(&e->st);
 }
 
-static HaTep *load_tep(HaStore *s, int64_t boot)
+/* %pS and friends as the kernel prints them, from the boot's kallsyms. */
+static char *symbolize(uint64_t ip, char conv, void *syms)
+{
+	if (conv == 's' || conv == 'f')
+		return ha_syms_format_name(syms, ip);
+	/* %pB: the kernel looks up ip - 1 and prints the offset + 1; the same text
+	 * unless the call was a function's last instruction (not told apart here). */
+	return ha_syms_format(syms, ip);
+}
+
+static bool enum_value(const char *name, int64_t *ret, void *dw)
+{
+	return ha_dwarf_enum(dw, name, ret);
+}
+
+/* The boot's formats in a new HaTep that prints with @syms (borrowed, must outlive
+ * it) and the enum constants of @syms' DWARF when it has one. */
+static HaTep *load_tep(HaStore *s, int64_t boot, HaSyms *syms)
 {
 	sqlite3_stmt *st = ha_store_stmt(s, "SELECT page_size, flags FROM boots WHERE id = ?",
 					 NULL);
@@ -964,6 +981,9 @@ static HaTep *load_tep(HaStore *s, int64_t boot)
 	}
 	sqlite3_reset(st);
 	t = ha_tep_new(psize, flags & SMP_HELLO_PAGES_BE);
+	ha_tep_set_symbolizer(t, symbolize, syms);
+	if (ha_syms_dwarf(syms))
+		ha_tep_set_enum_resolver(t, enum_value, ha_syms_dwarf(syms));
 	st = ha_store_stmt(s, "SELECT name, text FROM texts WHERE boot = ? AND kind = 'format'"
 			   " ORDER BY seq", NULL);
 	sqlite3_bind_int64(st, 1, boot);
@@ -1048,8 +1068,8 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	pending = pending_events(s, boot);
 	x.pending = pending;
 	g_array_set_clear_func(evs, ev_clear);
-	tep = load_tep(s, boot);
 	syms = load_syms(s, boot, dw);
+	tep = load_tep(s, boot, syms);
 	ha_syms_foreach(syms, add_symbol, tep);
 	pair = ha_pair_new(on_paired, &x);
 	/*

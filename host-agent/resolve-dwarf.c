@@ -11,6 +11,7 @@
 struct _HaDwarf {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
+	GHashTable *enums;	/* enumerator name -> int64_t value, built on first use */
 };
 
 static const Dwfl_Callbacks callbacks = {
@@ -40,6 +41,8 @@ void ha_dwarf_free(HaDwarf *d)
 		return;
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
+	if (d->enums)
+		g_hash_table_destroy(d->enums);
 	g_free(d);
 }
 
@@ -137,4 +140,64 @@ char **ha_dwarf_lookup(HaDwarf *d, uint64_t addr)
 		g_ptr_array_add(out, g_strdup_printf("?? (%s:%d)", base(file), lineno));
 	g_ptr_array_add(out, NULL);
 	return (char **)g_ptr_array_free(out, FALSE);
+}
+
+/* Enumerators of the enumeration types among @die's children, and one level into
+ * structures and unions (where anonymous enums often sit). */
+static void collect_enums(GHashTable *h, Dwarf_Die *die, int depth)
+{
+	Dwarf_Die c;
+
+	if (dwarf_child(die, &c) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&c);
+
+		if (tag == DW_TAG_enumeration_type) {
+			Dwarf_Die e;
+
+			if (dwarf_child(&c, &e) != 0)
+				continue;
+			do {
+				Dwarf_Attribute a;
+				Dwarf_Sword v;
+				const char *name = dwarf_diename(&e);
+
+				if (dwarf_tag(&e) != DW_TAG_enumerator || !name ||
+				    g_hash_table_contains(h, name) ||
+				    dwarf_formsdata(dwarf_attr(&e, DW_AT_const_value, &a), &v) != 0)
+					continue;
+				g_hash_table_insert(h, g_strdup(name), g_memdup2(&v, sizeof(v)));
+			} while (dwarf_siblingof(&e, &e) == 0);
+		} else if (depth == 0 && (tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+					  tag == DW_TAG_typedef)) {
+			collect_enums(h, &c, depth + 1);
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+bool ha_dwarf_enum(HaDwarf *d, const char *name, int64_t *ret)
+{
+	const int64_t *v;
+
+	if (!d->enums) {
+		Dwarf_Addr bias;
+		Dwarf *dw = dwfl_module_getdwarf(d->mod, &bias);
+		Dwarf_Off off = 0, next;
+		size_t hsize;
+
+		d->enums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+		while (dw && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+			Dwarf_Die cu;
+
+			if (dwarf_offdie(dw, off + hsize, &cu))
+				collect_enums(d->enums, &cu, 0);
+			off = next;
+		}
+	}
+	v = g_hash_table_lookup(d->enums, name);
+	if (!v)
+		return false;
+	*ret = *v;
+	return true;
 }

@@ -12,6 +12,7 @@
 #define HA_DWARF_H
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct _HaDwarf HaDwarf;
@@ -34,5 +35,12 @@ uint64_t ha_dwarf_symbol(HaDwarf *d, const char *name);
  * debug information. Free with g_strfreev().
  */
 char **ha_dwarf_lookup(HaDwarf *d, uint64_t addr);
+
+/*
+ * The value of the enum constant @name (DW_TAG_enumerator) in *ret, or false. The
+ * first call reads every compile unit's enumeration types (one level into structures
+ * too); the first of equal names wins.
+ */
+bool ha_dwarf_enum(HaDwarf *d, const char *name, int64_t *ret);
 
 #endif /* HA_DWARF_H */

@@ -332,7 +332,7 @@ char *ha_syms_format(const HaSyms *s, uint64_t ip)
 		return g_strdup("[ftrace trampoline]");
 	a = lookup(s, ip);
 	if (!a)
-		return g_strdup_printf("0x%016" PRIx64, ip);
+		return g_strdup_printf("0x%" PRIx64, ip);
 	/* lib/vsprintf.c %pS: name+0xoff/0xsize [module] */
 	o = g_string_new(a->name);
 	g_string_append_printf(o, "+0x%" PRIx64, ip - a->addr);
@@ -342,6 +342,22 @@ char *ha_syms_format(const HaSyms *s, uint64_t ip)
 		g_string_append_printf(o, " [%s]", a->module);
 	return g_string_free(o, FALSE);
 }
+char *ha_syms_format_name(const HaSyms *s, uint64_t ip)
+{
+	const Addr *a = lookup(s, ip);
+
+	if (!a)
+		return g_strdup_printf("0x%" PRIx64, ip);
+	if (a->module)
+		return g_strdup_printf("%s [%s]", a->name, a->module);
+	return g_strdup(a->name);
+}
+
+HaDwarf *ha_syms_dwarf(const HaSyms *s)
+{
+	return s->dwarf;
+}
+
 void ha_syms_set_dwarf(HaSyms *s, HaDwarf *d, int64_t slide)
 {
 	s->dwarf = d;

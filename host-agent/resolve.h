@@ -60,6 +60,9 @@ guint ha_syms_count(const HaSyms *s);
  * g_free(). */
 char *ha_syms_format(const HaSyms *s, uint64_t ip);
 
+/* As the kernel's %ps: "name" or "name [module]", or "0x<ip>". g_free(). */
+char *ha_syms_format_name(const HaSyms *s, uint64_t ip);
+
 /* The name of @ip's symbol (owned by @s) and @ip's offset in it, or NULL. */
 const char *ha_syms_name(const HaSyms *s, uint64_t ip, uint64_t *ret_off);
 
@@ -68,6 +71,9 @@ const char *ha_syms_name(const HaSyms *s, uint64_t ip, uint64_t *ret_off);
  * @slide (runtime minus link-time address).
  */
 void ha_syms_set_dwarf(HaSyms *s, HaDwarf *d, int64_t slide);
+
+/* The DWARF set by ha_syms_set_dwarf() (borrowed), or NULL. */
+HaDwarf *ha_syms_dwarf(const HaSyms *s);
 
 /* Source locations for the return address @ip (innermost inlined function first,
  * see ha_dwarf_lookup()), or NULL without DWARF for it. g_strfreev(). */

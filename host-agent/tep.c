@@ -17,6 +17,8 @@
 #include <traceevent/event-parse.h>
 #include <traceevent/kbuffer.h>
 
+#include "printfmt.h"
+
 #define COMMIT_MASK	((1u << 27) - 1)	/* kbuffer and 6.1 ring_buffer.c */
 #define PAGE_SLACK	64u			/* zeros after the page: lost-events word */
 
@@ -40,7 +42,64 @@ struct _HaTep {
 	GHashTable *known;		/* "sys/name" of every text accepted (owned) */
 	uint32_t nr_parsed;		/* texts handed to libtraceevent, accepted or not */
 	size_t parsed_bytes;		/* ... and their bytes: the budget (tep.h) */
+	HaEnumFn enum_fn;		/* printfmt.h, may be NULL */
+	void *enum_user;
+	HaSymbolizeFn sym_fn;		/* %pS and friends, may be NULL */
+	void *sym_user;
+	unsigned int raw_fields;	/* fields printfmt made raw */
 };
+
+/* The HaTep whose event tep_print_event() is printing: libtraceevent's print
+ * functions get no context pointer. Set by ha_tep_format_event() only. */
+static __thread HaTep *printing;
+
+static unsigned long long print_raw(struct trace_seq *s, unsigned long long *args)
+{
+	trace_seq_printf(s, "0x%llx(raw)", args[0]);
+	return 0;
+}
+
+static void print_sym(struct trace_seq *s, unsigned long long ip, char conv)
+{
+	g_autofree char *f = NULL;
+
+	if (printing && printing->sym_fn)
+		f = printing->sym_fn((uint64_t)ip, conv, printing->sym_user);
+	if (f)
+		trace_seq_puts(s, f);
+	else
+		trace_seq_printf(s, "0x%llx", ip);
+}
+
+#define SYM_PRINTER(c)								\
+	static unsigned long long print_sym_##c(struct trace_seq *s,		\
+						unsigned long long *args)	\
+	{									\
+		print_sym(s, args[0], #c[0]);					\
+		return 0;							\
+	}
+SYM_PRINTER(S)
+SYM_PRINTER(s)
+SYM_PRINTER(B)
+SYM_PRINTER(F)
+SYM_PRINTER(f)
+
+static void register_printers(struct tep_handle *tep)
+{
+	static const struct {
+		const char *name;
+		tep_func_handler fn;
+	} fns[] = {
+		{ "__ha_raw", print_raw }, { "__ha_sym_S", print_sym_S },
+		{ "__ha_sym_s", print_sym_s }, { "__ha_sym_B", print_sym_B },
+		{ "__ha_sym_F", print_sym_F }, { "__ha_sym_f", print_sym_f },
+	};
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(fns); i++)
+		tep_register_print_function(tep, fns[i].fn, TEP_FUNC_ARG_STRING,
+					    (char *)fns[i].name, TEP_FUNC_ARG_LONG,
+					    TEP_FUNC_ARG_VOID);
+}
 
 HaTep *ha_tep_new(uint32_t page_size, bool big_endian)
 {
@@ -56,6 +115,7 @@ HaTep *ha_tep_new(uint32_t page_size, bool big_endian)
 	t->page = g_malloc0(page_size + PAGE_SLACK);
 	t->names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	t->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	register_printers(t->tep);
 	return t;
 }
 
@@ -346,6 +406,7 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 {
 	const char *slash;
 	g_autofree char *sys = NULL;
+	g_autofree char *fixed = NULL;
 	struct tep_event *ev = NULL;
 	int nfields = 0;
 
@@ -389,7 +450,15 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 	/* libtraceevent keeps (part of) what it parsed even when it refuses it: from
 	 * here on the name is taken, accepted or not, and its bytes are charged */
 	ha_tep_add_refused(t, name, len);
-	if (tep_parse_format(t->tep, &ev, text, len, sys) != TEP_ERRNO__SUCCESS || !ev) {
+	{
+		unsigned int raw = 0;
+
+		/* printfmt.h: the print fmt line as libtraceevent prints it right */
+		fixed = ha_printfmt_fix(text, len, t->enum_fn, t->enum_user, &raw);
+		t->raw_fields += raw;
+	}
+	if (tep_parse_format(t->tep, &ev, fixed, strlen(fixed), sys) != TEP_ERRNO__SUCCESS ||
+	    !ev) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "format of %s refused by libtraceevent", name);
 		return false;
@@ -745,11 +814,30 @@ char *ha_tep_format_event(HaTep *t, const HaEvent *ev)
 				       te->system, te->name, ev->size);
 	trace_seq_init(&s);
 	trace_seq_printf(&s, "%s/%s: ", te->system, te->name);
+	printing = t;
 	tep_print_event(t->tep, &s, &rec, "%s", TEP_PRINT_INFO);
+	printing = NULL;
 	trace_seq_terminate(&s);
 	out = g_strdup(s.buffer);
 	trace_seq_destroy(&s);
 	return out;
+}
+
+void ha_tep_set_enum_resolver(HaTep *t, HaEnumFn fn, void *user)
+{
+	t->enum_fn = fn;
+	t->enum_user = user;
+}
+
+void ha_tep_set_symbolizer(HaTep *t, HaSymbolizeFn fn, void *user)
+{
+	t->sym_fn = fn;
+	t->sym_user = user;
+}
+
+unsigned int ha_tep_raw_fields(const HaTep *t)
+{
+	return t->raw_fields;
 }
 
 void ha_tep_add_symbol(HaTep *t, uint64_t addr, const char *name, const char *module)

@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "printfmt.h"
+
 #define HA_KSTACK_MAX 512	/* deepest full stack we keep (kernel: 512 on x86) */
 
 typedef enum {
@@ -108,7 +110,23 @@ long ha_tep_missed(const HaTep *t);
 /* The "system/name" of an event id, or NULL. Owned by @t. */
 const char *ha_tep_event_name(HaTep *t, int type);
 
-/* Teach the printer a kernel symbol, so that %pS fields print as name+off. */
+/*
+ * How the printer names code addresses (%pS, %ps, %pB, %pF, %pf fields, see
+ * printfmt.h): @fn returns the text for @ip as the kernel's %p<conv> prints it (a new
+ * string, g_free(), or NULL for 0x<ip>). Without it they print as 0x<ip>.
+ */
+typedef char *(*HaSymbolizeFn)(uint64_t ip, char conv, void *user);
+void ha_tep_set_symbolizer(HaTep *t, HaSymbolizeFn fn, void *user);
+
+/* Where the printer finds enum constants the format files leave as names
+ * (printfmt.h). Set it before adding formats; without it such fields print raw. */
+void ha_tep_set_enum_resolver(HaTep *t, HaEnumFn fn, void *user);
+
+/* How many __print_symbolic()/__print_flags() fields of the formats added so far
+ * print raw because a name in them is unknown. */
+unsigned int ha_tep_raw_fields(const HaTep *t);
+
+/* Teach libtraceevent a kernel symbol (for %p conversions it prints itself). */
 void ha_tep_add_symbol(HaTep *t, uint64_t addr, const char *name, const char *module);
 
 /* Print an event's fields as "name: a=1 b=2" into a new string (g_free). */
