@@ -444,9 +444,11 @@ static unsigned int mark_raw(GString *a)
 /*
  * Rewrite the conversions of the format string @f (the text between the quotes) into
  * @out; @wrap[i] gets the print function's letter for argument i ('\0': unchanged).
+ * An argument flagged in @unknown (the host cannot evaluate it) is printed with %s.
  * Returns the number of arguments the conversions take, or -1.
  */
-static int rewrite_fmt(const char *f, size_t n, GString *out, GByteArray *wrap)
+static int rewrite_fmt(const char *f, size_t n, const GByteArray *unknown, GString *out,
+		       GByteArray *wrap)
 {
 	int arg = 0;
 
@@ -494,6 +496,14 @@ static int rewrite_fmt(const char *f, size_t n, GString *out, GByteArray *wrap)
 			g_string_append_len(out, f + st + 1, (gssize)(i - st));
 			g_byte_array_append(wrap, (const guint8 *)"", 1);
 		}
+		if ((guint)arg < unknown->len && unknown->data[arg]) {
+			/* replace this conversion (and any %p extension letters) by %s */
+			while (out->len && out->str[out->len - 1] != '%')
+				g_string_truncate(out, out->len - 1);
+			g_string_append_c(out, 's');
+			while (i + 1 < n && conv == 'p' && g_ascii_isalnum(f[i + 1]))
+				i++;
+		}
 		arg++;
 	}
 	return arg;
@@ -507,11 +517,13 @@ char *ha_printfmt_fix(const char *text, size_t len, HaEnumFn fn, void *user,
 	g_autoptr(GString) fmt = g_string_new(NULL);
 	g_autoptr(GString) args = g_string_new(NULL);
 	g_autoptr(GByteArray) wrap = g_byte_array_new();
+	g_autoptr(GByteArray) unknown = g_byte_array_new();
+	g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(g_free);
 	const char *s = out->str;
 	const char *at = g_strstr_len(s, (gssize)len, key);
 	size_t fst, fen, eol, i;
 	unsigned int raw = 0;
-	int nargs, k = 0;
+	int nargs;
 
 	if (ret_raw)
 		*ret_raw = 0;
@@ -523,33 +535,35 @@ char *ha_printfmt_fix(const char *text, size_t len, HaEnumFn fn, void *user,
 		;
 	if (fen > eol || fen < fst + 2 || s[fen - 1] != '"')
 		return g_string_free(g_steal_pointer(&out), FALSE);
-	nargs = rewrite_fmt(s + fst + 1, fen - fst - 2, fmt, wrap);
-	if (nargs < 0)
-		return g_string_free(g_steal_pointer(&out), FALSE);
-	/* the arguments, each behind its comma, wrapped where the conversion asks */
-	for (i = fen; i < eol;) {
-		size_t c = top_comma(s, eol, i);
+	/* the arguments, each after its comma */
+	i = top_comma(s, eol, fen);
+	if (i < eol && i > fen)
+		return g_string_free(g_steal_pointer(&out), FALSE);	/* junk */
+	while (i < eol) {
+		size_t c = top_comma(s, eol, i + 1);
+		g_autoptr(GString) a = g_string_new_len(s + i + 1, (gssize)(c - i - 1));
+		guint8 u;
 
-		if (i > fen || c > i) {
-			if (i == fen)
-				g_string_append_len(args, s + i, (gssize)(c - i));	/* junk */
-			else if (k < (int)wrap->len && wrap->data[k]) {
-				g_string_append_printf(args, ", __ha_sym_%c(", wrap->data[k]);
-				g_string_append_len(args, s + i, (gssize)(c - i));
-				g_string_append_c(args, ')');
-			} else {
-				g_string_append_c(args, ',');
-				g_string_append_len(args, s + i, (gssize)(c - i));
-			}
-			if (i > fen)
-				k++;
-		}
-		i = c + 1;
+		subst_names(a, fn, user);
+		raw += mark_raw(a);
+		u = has_name(a, 0, a->len);	/* a name the host cannot evaluate */
+		g_byte_array_append(unknown, &u, 1);
+		g_ptr_array_add(list, g_string_free(g_steal_pointer(&a), FALSE));
+		i = c;
 	}
-	if (k != nargs)
+	nargs = rewrite_fmt(s + fst + 1, fen - fst - 2, unknown, fmt, wrap);
+	if (nargs < 0 || (guint)nargs != list->len)
 		return g_string_free(g_steal_pointer(&out), FALSE);
-	subst_names(args, fn, user);
-	raw = mark_raw(args);
+	for (guint k = 0; k < list->len; k++) {
+		const char *a = list->pdata[k];
+
+		if (unknown->data[k])
+			g_string_append(args, ", __ha_unknown(0)");
+		else if (wrap->data[k])
+			g_string_append_printf(args, ", __ha_sym_%c(%s)", wrap->data[k], a);
+		else
+			g_string_append_printf(args, ",%s", a);
+	}
 	while (fold_once(args))
 		;
 	if (ret_raw)

@@ -18,7 +18,9 @@
  *     (mode=0x0 and 0x1 where the kernel says ABS and REL). Each such name is looked up
  *     through @fn (reports: the boot's vmlinux DWARF, --vmlinux). A __print_symbolic()
  *     or __print_flags() that still holds an unknown name prints its value raw, and
- *     says so: "0x1(raw)".
+ *     says so: "0x1(raw)"; any other argument that still names something the host
+ *     cannot evaluate (mm_page_alloc's page: vmemmap_base, a variable of the guest)
+ *     prints "(unknown)".
  *  3. %pS, %ps, %pB, %pF, %pf. The kernel prints name+0xoff/0xsize [module] (%ps: name
  *     [module]); libtraceevent has no size and no module. Each becomes %s of the print
  *     function __ha_sym_S() (s, B, ...) registered by tep.c, which asks the boot's

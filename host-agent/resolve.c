@@ -28,6 +28,7 @@ struct _HaSyms {
 	GStringChunk *strings;
 	HaDwarf *dwarf;		/* borrowed, may be NULL */
 	int64_t slide;
+	GHashTable *lines;	/* ip -> GStrv (NULL: none): one DWARF lookup per ip */
 };
 
 /* linux-6.1 scripts/kallsyms.c may_be_linker_script_provide_symbol(): __start_X,
@@ -153,6 +154,8 @@ void ha_syms_free(HaSyms *s)
 		return;
 	g_array_unref(s->addrs);
 	g_string_chunk_free(s->strings);
+	if (s->lines)
+		g_hash_table_destroy(s->lines);
 	g_free(s);
 }
 
@@ -366,8 +369,18 @@ void ha_syms_set_dwarf(HaSyms *s, HaDwarf *d, int64_t slide)
 
 char **ha_syms_lines(const HaSyms *s, uint64_t ip)
 {
+	HaSyms *m = (HaSyms *)s;	/* the cache only */
+	gpointer v;
+
 	if (!s->dwarf || ip == 0x7fffffff || ip < 1)
 		return NULL;
-	/* A return address: the call is the instruction before it. */
-	return ha_dwarf_lookup(s->dwarf, ip - 1 - (uint64_t)s->slide);
+	if (!m->lines)
+		m->lines = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+						 (GDestroyNotify)g_strfreev);
+	if (!g_hash_table_lookup_extended(m->lines, &ip, NULL, &v)) {
+		/* A return address: the call is the instruction before it. */
+		v = ha_dwarf_lookup(s->dwarf, ip - 1 - (uint64_t)s->slide);
+		g_hash_table_insert(m->lines, g_memdup2(&ip, sizeof(ip)), v);
+	}
+	return g_strdupv(v);
 }

@@ -59,6 +59,13 @@ static unsigned long long print_raw(struct trace_seq *s, unsigned long long *arg
 	return 0;
 }
 
+static unsigned long long print_unknown(struct trace_seq *s, unsigned long long *args)
+{
+	(void)args;
+	trace_seq_puts(s, "(unknown)");
+	return 0;
+}
+
 static void print_sym(struct trace_seq *s, unsigned long long ip, char conv)
 {
 	g_autofree char *f = NULL;
@@ -90,7 +97,8 @@ static void register_printers(struct tep_handle *tep)
 		const char *name;
 		tep_func_handler fn;
 	} fns[] = {
-		{ "__ha_raw", print_raw }, { "__ha_sym_S", print_sym_S },
+		{ "__ha_raw", print_raw }, { "__ha_unknown", print_unknown },
+		{ "__ha_sym_S", print_sym_S },
 		{ "__ha_sym_s", print_sym_s }, { "__ha_sym_B", print_sym_B },
 		{ "__ha_sym_F", print_sym_F }, { "__ha_sym_f", print_sym_f },
 	};

@@ -67,6 +67,13 @@ static const char kmalloc_like[] =
 	" gfp_t)(0x400u|0x800u)) | (( gfp_t)0x40u) | (( gfp_t)0x80u))), \"GFP_KERNEL\"},"
 	" {(unsigned long)(( gfp_t)0x20000u), \"__GFP_HARDWALL\"}) : \"none\"\n";
 
+static const char page_alloc[] =
+	"name: mm_page_free\nID: 104\nformat:\n" COMMON
+	"\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned int order;\toffset:16;\tsize:4;\tsigned:0;\n\n"
+	"print fmt: \"page=%p pfn=0x%lx order=%d\", (((struct page *)vmemmap_base) +"
+	" (REC->pfn)), REC->pfn, REC->order\n";
+
 static bool enums(const char *name, int64_t *v, void *user)
 {
 	static const char *const modes[] = { "HRTIMER_MODE_ABS", "HRTIMER_MODE_REL",
@@ -116,14 +123,15 @@ static void put32(uint8_t *d, uint32_t v)
 static HaTep *tep_with(bool with_enums, int *calls)
 {
 	HaTep *t = ha_tep_new(4096, false);
-	const char *const texts[] = { timer_start, hrtimer_start, sched_switch, kmalloc_like };
+	const char *const texts[] = { timer_start, hrtimer_start, sched_switch, kmalloc_like,
+				      page_alloc };
 	const char *const names[] = { "timer/timer_start", "timer/hrtimer_start",
-				      "sched/sched_switch", "kmem/kmalloc" };
+				      "sched/sched_switch", "kmem/kmalloc", "kmem/mm_page_free" };
 
 	ha_tep_set_symbolizer(t, symbolize, NULL);
 	if (with_enums)
 		ha_tep_set_enum_resolver(t, enums, calls);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		GError *e = NULL;
 
 		CHECK(ha_tep_add_format(t, names[i], texts[i], strlen(texts[i]), &e),
@@ -200,6 +208,12 @@ static void test_fields(void)
 	put64(d + 16, 0xcc0 | 0x20000);
 	expect(t, 103, d, 24, "kmem/kmalloc: call_site=tick_sched_timer+0x10/0x40 [mymod]"
 	       " gfp_flags=GFP_KERNEL|__GFP_HARDWALL", "kmalloc GFP_KERNEL|__GFP_HARDWALL");
+	/* a value computed from a guest variable cannot be printed */
+	memset(d, 0, sizeof(d));
+	put64(d + 8, 0x453b);
+	put32(d + 16, 0);
+	expect(t, 104, d, 24, "kmem/mm_page_free: page=(unknown) pfn=0x453b order=0",
+	       "mm_page_free page from vmemmap_base");
 	ha_tep_free(t);
 
 	/* without a resolver the enum field says it is raw */
