@@ -319,6 +319,29 @@ static bool is_name(const GString *a, size_t st, size_t en)
 		;
 	if (j < a->len && s[j] == '(')
 		return false;
+	/* the field name argument of __get_str(), __get_dynamic_array() ... */
+	{
+		int depth = 0;
+
+		for (i = st; i > 0; i--) {
+			char c = s[i - 1];
+
+			if (c == ')' || c == '}')
+				depth++;
+			else if ((c == '(' || c == '{') && depth-- == 0)
+				break;
+		}
+		if (i > 0 && s[i - 1] == '(') {
+			size_t e = i - 1, b;
+
+			while (e > 0 && g_ascii_isspace(s[e - 1]))
+				e--;
+			for (b = e; b > 0 && is_id(s[b - 1]); b--)
+				;
+			if (e - b >= 5 && !strncmp(s + b, "__get", 5))
+				return false;
+		}
+	}
 	/* after enum/struct/union */
 	for (i = st; i > 0 && g_ascii_isspace(s[i - 1]); i--)
 		;

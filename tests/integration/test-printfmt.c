@@ -244,6 +244,12 @@ static void test_hostile(void)
 		CHECK(o != NULL, "hostile %u: %s", i, o);
 	}
 	{
+		const char t[] = "print fmt: \"name=%s\", __get_str(name)";
+		g_autofree char *o = ha_printfmt_fix(t, strlen(t), NULL, NULL, NULL);
+
+		CHECK(!strcmp(o, t), "__get_str's field is no unknown name: %s", o);
+	}
+	{
 		const char t[] = "print fmt: \"%d\", (1 << 99)";
 		g_autofree char *o = ha_printfmt_fix(t, strlen(t), NULL, NULL, NULL);
 
