@@ -9,7 +9,18 @@ trace-cmd is run as a user runs it (`trace-cmd report -l -t`, plugins loaded): i
 stderr must be empty (no warning), and every record is taken from its text output:
   * a traced event: CPU, pid, latency flags, timestamp (ns), event name and the
     printed fields; host-agent's text for the same event must be the end of
-    trace-cmd's (trace-cmd's kmem plugin prefixes the call site in parentheses);
+    trace-cmd's (trace-cmd's kmem plugin prefixes the call site in parentheses),
+    argument by argument of the event's print fmt (from the file: trace-cmd dump
+    --events). Two renderers print the same values, and only these conversions
+    legitimately differ, because host-agent prints what the guest kernel printed and
+    libtraceevent prints its own way (host-agent/printfmt.h):
+      %pS %pF  kernel "name+0xoff/0xsize [module]", libtraceevent "name+0xoff" (it
+               has no symbol sizes and prints no module);
+      %ps %pf  kernel "name [module]", libtraceevent "name";
+      %p       kernel (nohash-ptr, as %px) 16 hex digits, libtraceevent glibc's %p
+               ("0x" and the digits, "(nil)" for 0);
+    and a %pS/%ps name may be another name at the same address (same_frame()).
+    Every other argument, and all the text between them, must be equal;
   * a kernel_stack record ("<stack trace >" and its "=> func (addr)" lines): it is
     given to its event by the kernel's own rule (host-agent/pair.h: the most recent
     event of the same CPU still waiting, with the same pid and flags; the events
@@ -158,6 +169,94 @@ def same_stack(tc, ha, syms):
     return all(same_frame(t, h, syms) for t, h in zip(tc[1], ha[1]))
 
 
+CONV = re.compile(r'%(?:%|[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|Z|t)*'
+                  r'([diouxXcs]|p(?:[SsFf]R?|[A-Za-z0-9]*)))')
+
+
+def fmt_pattern(fmt):
+    """A print fmt's format string (C escapes resolved) as a regex with one group per
+    conversion, and each conversion's kind: 'sym' (%pS %pF), 'name' (%ps %pf), 'ptr'
+    (%p) or 'v' (any other: must be equal)."""
+    pat, kinds, i = [], [], 0
+    for m in CONV.finditer(fmt):
+        pat.append(re.escape(fmt[i:m.start()]))
+        i = m.end()
+        c = m.group(1)
+        if c is None:
+            pat.append('%')
+            continue
+        pat.append('(.*?)')
+        kinds.append('sym' if c[:2] in ('pS', 'pF') else 'name' if c[:2] in ('ps', 'pf')
+                     else 'ptr' if c == 'p' else 'v')
+    pat.append(re.escape(fmt[i:]))
+    return ''.join(pat), kinds
+
+
+def file_formats(trace_cmd, dat):
+    """{event name: (regex, kinds)} from the file's formats (trace-cmd dump --events)."""
+    r = subprocess.run([trace_cmd, 'dump', '-i', dat, '--events'], capture_output=True,
+                       text=True)
+    out, name = {}, None
+    for line in r.stdout.split('\n'):
+        if line.startswith('name: '):
+            name = line[6:].strip()
+        elif line.startswith('print fmt: "') and name:
+            lit = re.match(r'"((?:[^"\\]|\\.)*)"', line[11:])
+            if lit:
+                fmt = re.sub(r'\\(.)', lambda m: {'n': '\n', 't': '\t'}.get(m.group(1),
+                                                                            m.group(1)),
+                             lit.group(1))
+                out[name] = fmt_pattern(fmt)
+            name = None
+    return out
+
+
+def same_sym(tc, ha, syms):
+    """Two printed symbol names (with "+0xoff" or not) for one address."""
+    if tc == ha:
+        return True
+    a, _, ao = tc.partition('+')
+    b, _, bo = ha.partition('+')
+    if ao == bo and syms['addr'].get(a, set()) & syms['addr'].get(b, set()):
+        return True
+    # as same_frame(): past the highest symbol libtraceevent prints the address
+    return b == syms['last'] and re.fullmatch(r'0x[0-9a-f]+', tc) is not None and \
+        int(tc, 16) in {x + int(bo or '0', 16) for x in syms['addr'].get(b, ())}
+
+
+def same_arg(kind, tc, ha, syms):
+    if tc == ha:
+        return True
+    if kind == 'ptr':
+        m = re.fullmatch(r'[0-9a-f]{16}', ha)
+        return bool(m) and (tc == '(nil)' if int(ha, 16) == 0 else tc == '0x%x' % int(ha, 16))
+    if kind == 'sym':
+        # no "/0xsize" where host-agent has no size (the highest symbol)
+        m = re.fullmatch(r'(\S+\+0x[0-9a-f]+)(?:/0x[0-9a-f]+)?(?: \[\S+\])?', ha)
+        return bool(m) and same_sym(tc, m.group(1), syms)
+    if kind == 'name':
+        m = re.fullmatch(r'(\S+)(?: \[\S+\])?', ha)
+        return bool(m) and same_sym(tc, m.group(1), syms)
+    return False
+
+
+def same_info(name, tc, ha, fmts, syms):
+    """trace-cmd's text @tc ends with host-agent's @ha for event @name, argument by
+    argument (the module docstring)."""
+    if tc.endswith(ha):
+        return True
+    f = fmts.get(name)
+    if not f:
+        return False
+    pat, kinds = f
+    mh = re.fullmatch(pat, ha, re.S)
+    mt = re.fullmatch('.*?' + pat, tc, re.S)
+    if not mh or not mt:
+        return False
+    return all(same_arg(k, mt.group(i + 1), mh.group(i + 1), syms)
+               for i, k in enumerate(kinds))
+
+
 def file_symbols(trace_cmd, dat):
     """The file's kallsyms (trace-cmd dump): name -> addresses, and the highest name."""
     r = subprocess.run([trace_cmd, 'dump', '-i', dat, '--kallsyms'], capture_output=True,
@@ -197,6 +296,7 @@ def main():
             raise Fail('trace-cmd report: rc %d, stderr: %s' % (r.returncode, r.stderr[:2000]))
         per_cpu = parse_report(r.stdout)
         syms = file_symbols(a.trace_cmd, a.dat)
+        fmts = file_formats(a.trace_cmd, a.dat)
         cmd = [a.host_agent, 'report', 'events', '-n', '100000000', '--json',
                '--state-dir', a.state_dir, '--domain-name', a.domain_name]
         if a.boot:
@@ -236,7 +336,7 @@ def main():
                 for t in tc[i:j]:
                     m = next((k for k, x in enumerate(grp_h)
                               if (x['ts'], x['pid'], x['name']) == (t['ts'], t['pid'], t['name'])
-                              and t['info'].endswith(x['info'])
+                              and same_info(t['name'], t['info'], x['info'], fmts, syms)
                               and same_stack(t['stack'], x['stack'], syms)), None)
                     if m is None:
                         raise Fail('CPU %d: trace-cmd event without its twin in host-agent:\n'
