@@ -9,6 +9,17 @@
  * every event moves forward and ends inside the committed bytes, mirroring kbuffer's
  * own length rules (libtraceevent 1.7, kbuffer-parse.c translate_data()). The parsing
  * itself - timestamps, time extends, event data - is kbuffer's and tep's.
+ *
+ * libtraceevent 1.7's format parser also dereferences NULL on some texts that pass
+ * every check below (fuzz-format finds them within minutes). So each text is parsed in
+ * a sandboxed child first (sandbox.h): the child is a copy of this very parser, parses
+ * the text the way the parent is about to, prints an event of it, and says whether
+ * libtraceevent accepted it whole; only then does the parent parse it. A child that
+ * dies refuses the text. Parsing a text depends on nothing but the text (as
+ * printfmt.h rewrote it), the event name and the guest's long size and byte order
+ * (libtraceevent looks up no state of the handle but its print functions, which every
+ * HaTep registers alike), so the verdict is cached per process under a hash of those:
+ * a guest's formats cost one child each per daemon, not per boot or session.
  */
 #include "tep.h"
 
@@ -18,6 +29,7 @@
 #include <traceevent/kbuffer.h>
 
 #include "printfmt.h"
+#include "sandbox.h"
 
 #define COMMIT_MASK	((1u << 27) - 1)	/* kbuffer and 6.1 ring_buffer.c */
 #define PAGE_SLACK	64u			/* zeros after the page: lost-events word */
@@ -47,6 +59,7 @@ struct _HaTep {
 	HaSymbolizeFn sym_fn;		/* %pS and friends, may be NULL */
 	void *sym_user;
 	unsigned int raw_fields;	/* fields printfmt made raw */
+	uint32_t nr_killed;		/* sandboxed parses that died (HA_TEP_KILLED_MAX) */
 };
 
 /* The HaTep whose event tep_print_event() is printing: libtraceevent's print
@@ -360,6 +373,160 @@ static bool format_whole(const char *text, size_t len, const char *event, int *r
 	return false;
 }
 
+/* ---- the sandboxed parse --------------------------------------------------------- */
+
+static bool fields_fit(HaTep *t, struct tep_event *te, const HaEvent *ev);
+
+typedef enum {
+	PARSE_OK = 0,		/* libtraceevent accepted the whole text */
+	PARSE_REFUSED,		/* it returned an error */
+	PARSE_PARTIAL,		/* it accepted fewer fields, or another event name */
+	PARSE_KILLED,		/* the child died (crash, forbidden call, CPU time) */
+} ParseVerdict;
+
+typedef struct {
+	HaTep *t;
+	const char *sys;	/* NULL: header_page */
+	const char *event;
+	const char *text;	/* NUL-terminated copy for header_page */
+	size_t len;
+	int nfields;		/* field lines format_whole() counted */
+} ParseJob;
+
+static G_LOCK_DEFINE(verdicts);
+static GHashTable *verdicts;	/* hash (cache_key()) -> ParseVerdict + 1 | signal << 8 */
+
+/* Print one event of @ev from a record of zeros, then one of a byte pattern, as a
+ * report would: libtraceevent's printer walks the print fmt arguments it parsed. */
+static void print_probe(HaTep *t, struct tep_event *ev)
+{
+	static uint8_t rec[HA_TEP_PROBE_RECORD];
+	struct tep_format_field *common = tep_find_common_field(ev, "common_type");
+	uint32_t size = 8;
+
+	for (int pass = 0; pass < 2; pass++) {
+		HaEvent e = { .type = ev->id, .data = rec };
+		struct trace_seq s;
+		struct tep_record r;
+
+		for (struct tep_format_field *f = ev->format.fields; f; f = f->next)
+			if (f->offset >= 0 && f->size >= 0 &&
+			    (uint64_t)f->offset + (uint64_t)f->size > size)
+				size = (uint32_t)MIN((uint64_t)f->offset + (uint64_t)f->size,
+						     sizeof(rec));
+		for (uint32_t i = 0; i < size; i++)
+			rec[i] = pass ? (uint8_t)(i * 37) : 0;
+		if (common && common->offset == 0 && common->size == 2)
+			memcpy(rec, &(uint16_t){ (uint16_t)ev->id }, 2);
+		e.size = size;
+		if (!fields_fit(t, ev, &e))
+			continue;
+		r = (struct tep_record){ .data = rec, .size = (int)size };
+		trace_seq_init(&s);
+		tep_print_event(t->tep, &s, &r, "%s", TEP_PRINT_INFO);
+		trace_seq_destroy(&s);
+	}
+}
+
+/* In the child: what the parent is about to do, on its exact copy of the parser. */
+static int parse_in_child(void *arg)
+{
+	const ParseJob *j = arg;
+	struct tep_event *ev = NULL;
+
+	tep_set_loglevel(TEP_LOG_NONE);	/* it may not write: its warnings go */
+	if (!j->sys)
+		return tep_parse_header_page(j->t->tep, (char *)j->text, j->len,
+					     j->t->long_size) ? PARSE_REFUSED : PARSE_OK;
+	if (tep_parse_format(j->t->tep, &ev, j->text, j->len, j->sys) != TEP_ERRNO__SUCCESS ||
+	    !ev)
+		return PARSE_REFUSED;
+	if (ev->format.nr_common + ev->format.nr_fields != j->nfields ||
+	    g_strcmp0(ev->name, j->event))
+		return PARSE_PARTIAL;
+	print_probe(j->t, ev);
+	return PARSE_OK;
+}
+
+static char *cache_key(const ParseJob *j)
+{
+	g_autoptr(GChecksum) ck = g_checksum_new(G_CHECKSUM_SHA256);
+	const uint8_t geometry[2] = { (uint8_t)j->t->long_size, j->t->big_endian };
+
+	g_checksum_update(ck, geometry, sizeof(geometry));
+	g_checksum_update(ck, (const guchar *)(j->sys ? j->sys : ""), -1);
+	g_checksum_update(ck, (const guchar *)"/", 1);
+	g_checksum_update(ck, (const guchar *)j->event, -1);
+	g_checksum_update(ck, (const guchar *)"", 1);
+	g_checksum_update(ck, (const guchar *)j->text, (gssize)j->len);
+	return g_strdup(g_checksum_get_string(ck));
+}
+
+static const char *verdict_text(ParseVerdict v)
+{
+	return v == PARSE_REFUSED ? "refused by libtraceevent" :
+	       v == PARSE_PARTIAL ? "parsed only in part by libtraceevent" :
+	       "libtraceevent's parser died on it";
+}
+
+/*
+ * May the parent hand @j's text to libtraceevent? True when the sandboxed parse
+ * accepted it whole. False with @error (G_IO_ERROR_INVALID_DATA) when libtraceevent
+ * refused it, took it only in part or died on it; G_IO_ERROR_FAILED when no sandbox
+ * could run (not the text's fault: not cached, not charged).
+ */
+static bool sandbox_ok(const ParseJob *j, const char *name, GError **error)
+{
+	g_autofree char *key = cache_key(j);
+	g_autoptr(GError) e = NULL;
+	gpointer v;
+	int code = 0;
+	ParseVerdict verdict;
+
+	G_LOCK(verdicts);
+	if (!verdicts)
+		verdicts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	v = g_hash_table_lookup(verdicts, key);
+	G_UNLOCK(verdicts);
+	if (v) {
+		verdict = (ParseVerdict)(GPOINTER_TO_UINT(v) - 1);
+		if (verdict == PARSE_OK)
+			return true;
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "format of %s refused: %s (the same text earlier)", name,
+			    verdict_text(verdict));
+		return false;
+	}
+	if (j->t->nr_killed >= HA_TEP_KILLED_MAX) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "format of %s refused: %u texts of this session already crashed"
+			    " libtraceevent, no more are parsed", name, j->t->nr_killed);
+		return false;
+	}
+	if (ha_sandbox_run(parse_in_child, (void *)j, &code, &e)) {
+		verdict = code >= PARSE_OK && code < PARSE_KILLED ? (ParseVerdict)code :
+			  PARSE_KILLED;
+	} else if (g_error_matches(e, G_IO_ERROR, G_IO_ERROR_INVALID_DATA)) {
+		verdict = PARSE_KILLED;
+		j->t->nr_killed++;
+	} else {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+			    "format of %s not parsed: %s", name, e->message);
+		return false;
+	}
+	G_LOCK(verdicts);
+	if (g_hash_table_size(verdicts) < HA_TEP_VERDICTS_MAX)
+		g_hash_table_insert(verdicts, g_steal_pointer(&key),
+				    GUINT_TO_POINTER(verdict + 1u));
+	G_UNLOCK(verdicts);
+	if (verdict == PARSE_OK)
+		return true;
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "format of %s refused: %s%s%s",
+		    name, verdict_text(verdict), e ? " in the sandbox: " : "",
+		    e ? e->message : "");
+	return false;
+}
+
 static bool add_header_page(HaTep *t, const char *text, size_t len, GError **error)
 {
 	g_autofree char *copy = g_strndup(text, len);
@@ -390,6 +557,18 @@ static bool add_header_page(HaTep *t, const char *text, size_t len, GError **err
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "header_page format refused by libtraceevent before: not parsed again");
 		return false;
+	}
+	{
+		const ParseJob j = { .t = t, .event = "header_page", .text = copy,
+				     .len = strlen(copy) };
+		g_autoptr(GError) e = NULL;
+
+		if (!sandbox_ok(&j, "header_page", &e)) {
+			if (e->code != G_IO_ERROR_FAILED)
+				ha_tep_add_refused(t, "header_page", len);
+			g_propagate_error(error, g_steal_pointer(&e));
+			return false;
+		}
 	}
 	ha_tep_add_refused(t, "header_page", len);	/* until it is accepted */
 	if (tep_parse_header_page(t->tep, copy, strlen(copy), t->long_size) != 0) {
@@ -455,9 +634,6 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 			return false;
 		}
 	}
-	/* libtraceevent keeps (part of) what it parsed even when it refuses it: from
-	 * here on the name is taken, accepted or not, and its bytes are charged */
-	ha_tep_add_refused(t, name, len);
 	{
 		unsigned int raw = 0;
 
@@ -465,6 +641,23 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		fixed = ha_printfmt_fix(text, len, t->enum_fn, t->enum_user, &raw);
 		t->raw_fields += raw;
 	}
+	{
+		const ParseJob j = { .t = t, .sys = sys, .event = slash + 1, .text = fixed,
+				     .len = strlen(fixed), .nfields = nfields };
+		g_autoptr(GError) e = NULL;
+
+		/* refused in the sandbox: the name is taken (never parsed again in
+		 * this boot), its bytes charged, and libtraceevent here never saw it */
+		if (!sandbox_ok(&j, name, &e)) {
+			if (e->code != G_IO_ERROR_FAILED)
+				ha_tep_add_refused(t, name, len);
+			g_propagate_error(error, g_steal_pointer(&e));
+			return false;
+		}
+	}
+	/* The child survived this very call on a copy of this very state. From here on
+	 * the name is taken and its bytes are charged, accepted or not. */
+	ha_tep_add_refused(t, name, len);
 	if (tep_parse_format(t->tep, &ev, fixed, strlen(fixed), sys) != TEP_ERRNO__SUCCESS ||
 	    !ev) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,

@@ -68,12 +68,25 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaTep, ha_tep_free)
 #define HA_TEP_TEXT_MAX		(64u << 10)	/* one text (6.1's largest: ~4 KiB) */
 
 /*
+ * Every text is parsed in a sandboxed child first (sandbox.h, tep.c): a text on which
+ * libtraceevent crashes, or that it refuses or takes in part, is refused and never
+ * reaches this process's libtraceevent. Verdicts are cached per process by a hash of
+ * the text (at most HA_TEP_VERDICTS_MAX of them, then every new text costs a child);
+ * after HA_TEP_KILLED_MAX children of one HaTep died, its new texts are refused
+ * unparsed (each death may have cost HA_SANDBOX_CPU_SECONDS).
+ */
+#define HA_TEP_VERDICTS_MAX	16384u
+#define HA_TEP_KILLED_MAX	16u
+#define HA_TEP_PROBE_RECORD	4096u		/* the sandbox prints one record this big */
+
+/*
  * Add one FORMAT text: @name is "header_page", "header_event" (ignored: 6.1 has one
  * layout) or "SYSTEM/EVENT". A later text for an event name already known is ignored
  * (libtraceevent cannot replace an event): true, and ha_tep_knows() said so before.
  * Returns false and sets @error when the text is not a whole format file of that event
- * (cut, another event's, fields libtraceevent did not all parse) or over the budget
- * (G_IO_ERROR_NO_SPACE).
+ * (cut, another event's, fields libtraceevent did not all parse, a crash of the
+ * sandboxed parse: G_IO_ERROR_INVALID_DATA), over the budget (G_IO_ERROR_NO_SPACE), or
+ * when no sandbox could run (G_IO_ERROR_FAILED: the host's fault, the name stays free).
  */
 bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		       GError **error);
