@@ -21,6 +21,11 @@
  *    can read, write or close no file descriptor (the store's, the guest's socket).
  * So @fn must be a pure computation: no I/O, no threads, no locks another thread may
  * have held at the fork (glibc's malloc is safe: fork takes its locks).
+ *
+ * Built with HA_SANDBOX_UNCONFINED (only the test binaries run under valgrind, whose
+ * own core needs system calls and shared mappings in the child), the child keeps the
+ * signal, core and CPU limits but neither unmaps nor filters anything: crashes still
+ * stay in the child, but nothing stops a compromised one.
  */
 #ifndef HA_SANDBOX_H
 #define HA_SANDBOX_H
