@@ -103,8 +103,7 @@ static const char crash_text[] =
 	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 	"\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
 	"\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n\n"
-	"print fmt: \"\\t=> %ps\\n\\t=> %ps\\n\", (void *)REC->caller[0],"
-	" (void *)REC->caller[1][2]\n";
+	"print fmt: \"%lx %lx\", REC->caller[0], REC->caller[1][2]\n";
 
 static HaTep *new_tep(void)
 {
