@@ -532,8 +532,13 @@ static int rewrite_fmt(const char *f, size_t n, const GByteArray *unknown, GStri
 	return arg;
 }
 
-char *ha_printfmt_fix(const char *text, size_t len, HaEnumFn fn, void *user,
-		      unsigned int *ret_raw)
+/*
+ * The print fmt line of @text rewritten: each argument's names through @fn, then, for
+ * the host's printer (@host), raw and unknown markers and the %p conversions
+ * (printfmt.h); constants folded either way.
+ */
+static char *fix(const char *text, size_t len, HaEnumFn fn, void *user, bool host,
+		 unsigned int *ret_raw)
 {
 	static const char key[] = "print fmt: \"";
 	g_autoptr(GString) out = g_string_new_len(text, (gssize)len);
@@ -568,13 +573,23 @@ char *ha_printfmt_fix(const char *text, size_t len, HaEnumFn fn, void *user,
 		guint8 u;
 
 		subst_names(a, fn, user);
-		raw += mark_raw(a);
-		u = has_name(a, 0, a->len);	/* a name the host cannot evaluate */
+		if (host)
+			raw += mark_raw(a);
+		u = host && has_name(a, 0, a->len);	/* a name the host cannot evaluate */
 		g_byte_array_append(unknown, &u, 1);
 		g_ptr_array_add(list, g_string_free(g_steal_pointer(&a), FALSE));
 		i = c;
 	}
-	nargs = rewrite_fmt(s + fst + 1, fen - fst - 2, unknown, fmt, wrap);
+	if (host) {
+		nargs = rewrite_fmt(s + fst + 1, fen - fst - 2, unknown, fmt, wrap);
+	} else {
+		g_autoptr(GString) dummy = g_string_new(NULL);
+
+		/* the format string as it was: only its argument count */
+		nargs = rewrite_fmt(s + fst + 1, fen - fst - 2, unknown, dummy, wrap);
+		g_string_append_len(fmt, s + fst + 1, (gssize)(fen - fst - 2));
+		memset(wrap->data, 0, wrap->len);
+	}
 	if (nargs < 0 || (guint)nargs != list->len)
 		return g_string_free(g_steal_pointer(&out), FALSE);
 	for (guint k = 0; k < list->len; k++) {
@@ -597,4 +612,15 @@ char *ha_printfmt_fix(const char *text, size_t len, HaEnumFn fn, void *user,
 	g_string_append(fmt, args->str);
 	g_string_insert(out, (gssize)fst, fmt->str);
 	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+char *ha_printfmt_fix(const char *text, size_t len, HaEnumFn fn, void *user,
+		      unsigned int *ret_raw)
+{
+	return fix(text, len, fn, user, true, ret_raw);
+}
+
+char *ha_printfmt_portable(const char *text, size_t len, HaEnumFn fn, void *user)
+{
+	return fix(text, len, fn, user, false, NULL);
 }

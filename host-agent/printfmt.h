@@ -49,4 +49,12 @@ typedef bool (*HaEnumFn)(const char *name, int64_t *ret_value, void *user);
 char *ha_printfmt_fix(const char *text, size_t len, HaEnumFn fn, void *user,
 		      unsigned int *ret_raw);
 
+/*
+ * The same for any libtraceevent reader (a trace.dat for trace-cmd): only 1. and 2.'s
+ * substitution of the names @fn knows, no host print function, the format string as
+ * it was. Names @fn does not know stay as they are (libtraceevent prints 0 for them).
+ * g_free().
+ */
+char *ha_printfmt_portable(const char *text, size_t len, HaEnumFn fn, void *user);
+
 #endif /* HA_PRINTFMT_H */

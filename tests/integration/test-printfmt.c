@@ -5,6 +5,7 @@
  * into tracefs; fields trimmed to those printed).
  */
 #include <string.h>
+#include <traceevent/event-parse.h>
 
 #include "printfmt.h"
 #include "tap.h"
@@ -263,9 +264,75 @@ static void test_hostile(void)
 	}
 }
 
+/* What plain libtraceevent (trace-cmd reading an exported trace.dat) prints for a
+ * print fmt made portable: event @type of @text, data @d. */
+static char *print_portable(const char *text, const char *sys, bool with_enums,
+			    uint8_t *d, uint32_t size)
+{
+	int calls = 0;
+	g_autofree char *fixed = ha_printfmt_portable(text, strlen(text),
+						      with_enums ? enums : NULL, &calls);
+	struct tep_handle *tep = tep_alloc();
+	struct tep_record rec = { .data = d, .size = (int)size };
+	struct tep_event *ev = NULL;
+	struct trace_seq s;
+	char *out;
+
+	CHECK(!strstr(fixed, "__ha_"), "portable %s: no host function: %s", sys, fixed);
+	tep_set_long_size(tep, 8);
+	tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(tep, TEP_LITTLE_ENDIAN);
+	CHECK(tep_parse_format(tep, &ev, fixed, strlen(fixed), sys) == 0 && ev,
+	      "portable %s parses", sys);
+	memcpy(d, &ev->id, 2);
+	trace_seq_init(&s);
+	tep_print_event(tep, &s, &rec, "%s", TEP_PRINT_INFO);
+	trace_seq_terminate(&s);
+	out = g_strdup(s.buffer);
+	trace_seq_destroy(&s);
+	tep_free(tep);
+	return out;
+}
+
+static void test_portable(void)
+{
+	uint8_t d[48] = { 0 };
+	char *o;
+	const char *fmt_ts = strstr(timer_start, "print fmt: \"");
+	g_autofree char *ts = ha_printfmt_portable(timer_start, strlen(timer_start), NULL,
+						   NULL);
+	g_autofree char *want_fmt = g_strndup(fmt_ts, (gsize)(strchr(fmt_ts + 12, '"') - fmt_ts));
+
+	/* the format string as the kernel wrote it (%p, %ps: libtraceevent's own) */
+	CHECK(strstr(ts, want_fmt) != NULL, "portable: format string kept: %s", ts);
+	put64(d + 8, 0xffff888003c1e000ull);
+	put64(d + 24, 4294937296ull);
+	put64(d + 32, 4294937290ull);
+	put32(d + 40, 0x00280001);
+	o = print_portable(timer_start, "timer", false, d, 48);
+	CHECK(g_str_has_suffix(o, " cpu=1 idx=0 flags=D|I"), "portable timer_start D|I: %s", o);
+	g_free(o);
+	put32(d + 40, 0x00400000);
+	o = print_portable(timer_start, "timer", false, d, 48);
+	CHECK(g_str_has_suffix(o, " cpu=0 idx=1 flags="), "portable timer_start no flags: %s",
+	      o);
+	g_free(o);
+	memset(d, 0, sizeof(d));
+	put32(d + 40, 1);
+	o = print_portable(hrtimer_start, "timer", true, d, 48);
+	CHECK(g_str_has_suffix(o, " mode=REL"), "portable hrtimer_start REL: %s", o);
+	g_free(o);
+	/* without the values, libtraceevent's own reading (what trace-cmd prints for
+	 * the format file as the kernel wrote it) */
+	o = print_portable(hrtimer_start, "timer", false, d, 48);
+	CHECK(g_str_has_suffix(o, " mode=0x1"), "portable hrtimer_start, no enums: %s", o);
+	g_free(o);
+}
+
 int main(void)
 {
 	test_fields();
 	test_hostile();
+	test_portable();
 	return tap_done();
 }
