@@ -43,6 +43,7 @@
 
 #include "chunk.h"
 #include "proto.h"
+#include "printfmt.h"
 #include "report.h"
 #include "wire.h"
 #include "tep.h"
@@ -623,8 +624,21 @@ static void progress_tick(Progress *p, uint64_t done, uint64_t total, uint64_t e
 
 /* ---- the file ---------------------------------------------------------------------- */
 
+static bool enum_value(const char *name, int64_t *ret, void *dw)
+{
+	return ha_dwarf_enum(dw, name, ret);
+}
+
+/*
+ * The boot's formats. Each is written with its print fmt line made portable
+ * (printfmt.h: constants folded, enum names --vmlinux knows replaced by their values),
+ * so that libtraceevent readers print the fields as the guest kernel did.
+ */
 static GArray *load_formats(Exporter *x, GError **error)
 {
+	int64_t slide;
+	HaDwarf *dw = x->o->dwarf && ha_report_vmlinux_fits(x->store, x->boot, x->o->dwarf,
+							     &slide) ? x->o->dwarf : NULL;
 	GArray *fs = g_array_new(FALSE, FALSE, sizeof(Format));
 	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
 	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT name, text FROM texts WHERE boot = ?"
@@ -639,16 +653,20 @@ static GArray *load_formats(Exporter *x, GError **error)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
 		Format f;
+		const char *text = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+		char *portable;
 
 		/* the first text of a name is the one the page walker uses (tep.h) */
 		if (!name || g_hash_table_contains(seen, name))
 			continue;
 		f.name = g_strdup(name);
-		f.text = g_bytes_new(sqlite3_column_blob(st, 1), (gsize)sqlite3_column_bytes(st, 1));
+		portable = ha_printfmt_portable(text ? text : "", text ? len : 0,
+						dw ? enum_value : NULL, dw);
+		f.text = g_bytes_new_take(portable, strlen(portable));
 		g_array_append_val(fs, f);
 		g_hash_table_add(seen, f.name);
-		ha_tep_add_format(x->tep, f.name, g_bytes_get_data(f.text, NULL),
-				  g_bytes_get_size(f.text), NULL);
+		ha_tep_add_format(x->tep, f.name, text ? text : "", text ? len : 0, NULL);
 	}
 	sqlite3_reset(st);
 	g_array_sort(fs, format_cmp);

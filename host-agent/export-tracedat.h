@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "resolve-dwarf.h"
 #include "store.h"
 
 typedef struct {
@@ -45,6 +46,8 @@ typedef struct {
 	bool stack_ids;		/* keep stack_id events as they are (what trace-cmd
 				 * record in the guest captures: plugin_stackmap.c) */
 	int version;		/* 7 (sections, zstd-compressed pages) or 6 (plain) */
+	HaDwarf *dwarf;		/* the boot's vmlinux (borrowed) or NULL: the enum
+				 * values the format files leave as names */
 } HaExportOpts;
 
 typedef struct {

@@ -386,10 +386,11 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 /* `export trace.dat -o FILE`: a stored boot for trace-cmd and KernelShark. */
 static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		      double since, double until, const char *cpus, const char *output,
-		      bool stack_ids, int dat_version)
+		      bool stack_ids, int dat_version, const char *vmlinux)
 {
 	g_autoptr(GError) e = NULL;
 	g_autoptr(HaStore) store = NULL;
+	g_autoptr(HaDwarf) dw = NULL;
 	g_autofree char *db = ha_config_db_path(cfg);
 	HaExportStats st;
 	HaExportOpts o = {
@@ -407,7 +408,8 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 
 	if (argc < 1 || strcmp(argv[0], "trace.dat") || !output) {
 		g_printerr("host-agent export: usage: export trace.dat -o FILE [--boot B]"
-			   " [--since S] [--until S] [--cpus LIST] [--dat-version 7|6]\n");
+			   " [--since S] [--until S] [--cpus LIST] [--dat-version 7|6]"
+			   " [--vmlinux FILE]\n");
 		return 2;
 	}
 	if (dat_version != 6 && dat_version != 7) {
@@ -418,6 +420,11 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		g_printerr("host-agent export: no store for domain %s (%s)\n", cfg->domain, db);
 		return 1;
 	}
+	if (vmlinux && !(dw = ha_dwarf_open(vmlinux, &e))) {
+		g_printerr("host-agent export: %s\n", e->message);
+		return 1;
+	}
+	o.dwarf = dw;
 	store = ha_store_open(db, true, &e);
 	if (!store || !ha_store_exec(store, "BEGIN", &e) ||
 	    !ha_export_tracedat(store, &o, &st, &e)) {
@@ -498,7 +505,8 @@ int main(int argc, char **argv)
 		  "report: boot number, boot_id prefix or 'all' (default: latest)", "BOOT" },
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "report: JSON output", NULL },
 		{ "vmlinux", 0, 0, G_OPTION_ARG_FILENAME, &vmlinux,
-		  "report: the boot's vmlinux with DWARF: adds file:line and inlined frames",
+		  "report: the boot's vmlinux with DWARF: adds file:line and inlined frames;"
+		  " report, export: the enum values the format files leave as names",
 		  "PATH" },
 		{ "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
 		  "report top/events: how many", "N" },
@@ -575,7 +583,7 @@ int main(int argc, char **argv)
 				until, format, event);
 	else if (argc > 1 && strcmp(argv[1], "export") == 0)
 		rc = run_export(&cfg, argc - 2, argv + 2, boot, since, until, cpus, output,
-				stack_ids, dat_version);
+				stack_ids, dat_version, vmlinux);
 	else if (argc > 1 && (strcmp(argv[1], "attach") == 0 ||
 			      strcmp(argv[1], "detach") == 0))
 		rc = run_attach(&watch, argv[1][0] == 'a');

@@ -347,23 +347,14 @@ static char *folded(const Stack *st, const HaSyms *syms)
 	return g_string_free(o, FALSE);
 }
 
-/*
- * The boot's kallsyms, plus @dw's DWARF when @dw is that boot's vmlinux: same
- * build-id when the boot sent one, KASLR slide from HELLO's _text. Free with
- * ha_syms_free().
- */
-static HaSyms *load_syms(HaStore *s, int64_t boot, HaDwarf *dw)
+bool ha_report_vmlinux_fits(HaStore *s, int64_t boot, HaDwarf *dw, int64_t *ret_slide)
 {
-	HaSyms *syms = ha_syms_load(s, boot);
 	sqlite3_stmt *st;
 	const uint8_t *bits = NULL;
-	int nbits;
+	int nbits = ha_dwarf_build_id(dw, &bits);
 	uint64_t text = 0, link;
 	bool match = true;
 
-	if (!dw)
-		return syms;
-	nbits = ha_dwarf_build_id(dw, &bits);
 	st = ha_store_stmt(s, "SELECT text_addr, build_id FROM boots WHERE id = ?", NULL);
 	sqlite3_bind_int64(st, 1, boot);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -376,12 +367,26 @@ static HaSyms *load_syms(HaStore *s, int64_t boot, HaDwarf *dw)
 	sqlite3_reset(st);
 	link = ha_dwarf_symbol(dw, "_text");
 	if (!match || !link || !text) {
-		g_printerr("host-agent report: --vmlinux not used for boot %" PRId64 " (%s)\n",
+		g_printerr("host-agent: --vmlinux not used for boot %" PRId64 " (%s)\n",
 			   boot, !match ? "its build-id differs from the boot's" :
 			   "no _text address to compute the KASLR slide");
-		return syms;
+		return false;
 	}
-	ha_syms_set_dwarf(syms, dw, (int64_t)(text - link));
+	*ret_slide = (int64_t)(text - link);
+	return true;
+}
+
+/*
+ * The boot's kallsyms, plus @dw's DWARF when @dw is that boot's vmlinux
+ * (ha_report_vmlinux_fits()). Free with ha_syms_free().
+ */
+static HaSyms *load_syms(HaStore *s, int64_t boot, HaDwarf *dw)
+{
+	HaSyms *syms = ha_syms_load(s, boot);
+	int64_t slide;
+
+	if (dw && ha_report_vmlinux_fits(s, boot, dw, &slide))
+		ha_syms_set_dwarf(syms, dw, slide);
 	return syms;
 }
 

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "resolve-dwarf.h"
 #include "store.h"
 
 typedef struct {
@@ -48,5 +49,12 @@ bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **err
  * prefix): a new array of boots.id (int64_t, g_array_unref), or NULL with @error when
  * none matches. */
 GArray *ha_report_select_boots(HaStore *store, const char *arg, GError **error);
+
+/*
+ * Is @dw the vmlinux of @boot: the same build-id when the boot sent one, and a KASLR
+ * slide (HELLO's _text against the file's) into *@ret_slide? False, and a line on
+ * stderr saying why, otherwise.
+ */
+bool ha_report_vmlinux_fits(HaStore *store, int64_t boot, HaDwarf *dw, int64_t *ret_slide);
 
 #endif /* HA_REPORT_H */
