@@ -30,6 +30,15 @@ hardirq/softirq, preempt depth), which the host does not print. Allowed to diffe
 and counted: a value the print fmt computes from a variable of the guest (UNKNOWN_OK),
 which the host prints as "(unknown)".
 
+The same boot exported (`host-agent export trace.dat --vmlinux`) and read by Debian's
+trace-cmd (`trace-cmd report -N`: its plugins print sched_switch, hrtimer and kmem
+events in their own words, not the kernel's): each of its event lines, per CPU in ring-buffer order,
+must be the kernel's line (pid, the microsecond, the name), and its fields the
+kernel's argument by argument of the print fmt, with only the renderings that
+libtraceevent prints its own way (tests/e2e-export/tracecmp.py: %pS/%ps without size
+and module, %p with glibc's 0x); an UNKNOWN_OK event may differ (libtraceevent
+evaluates the guest variable as 0), and is counted.
+
 Pointers (%p). By default (trace option hash-ptr) the kernel prints a hash keyed by a
 secret of the boot, which no host can reproduce; with nohash-ptr it prints them as %px,
 and so does the host. But in this 6.1 kernel nohash-ptr also blanks the first %s of
@@ -60,7 +69,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e-stream'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e-export'))
 import e2s  # noqa: E402  (Run: one guest boot with host-agent storing its stream)
+import tracecmp  # noqa: E402  (same_info(): print fmt arguments, renderer differences)
 
 GK = os.path.join(ROOT, 'guest-kernel')
 MARK = e2s.MARK
@@ -289,6 +300,53 @@ def unresolved_events(formats_tgz):
     return out
 
 
+TC_LINE = re.compile(r'^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}): ([^:\s]+):\s?(.*)$')
+
+
+def check_tracedat(run, args, kern, kout):
+    """The boot exported with --vmlinux, as trace-cmd prints it, against the kernel's
+    text (module docstring). Returns the mismatches."""
+    dat = os.path.join(run.dir, 'boot.dat')
+    r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', dat, '--vmlinux',
+                        os.path.join(kout, 'vmlinux'), '--state-dir', run.state,
+                        '--domain-name', e2s.DOMAIN], capture_output=True, text=True)
+    check(r.returncode == 0, 'export trace.dat: %s' % r.stderr)
+    check('--vmlinux not used' not in r.stderr, 'export ignored --vmlinux: %s' % r.stderr)
+    # -N: without trace-cmd's plugins, which print sched, hrtimer, kmem ... events in
+    # their own words rather than the kernel's print fmt
+    r = subprocess.run([args.trace_cmd, 'report', '-N', '-t', '-i', dat],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and not r.stderr.strip(),
+          'trace-cmd report: rc %d, stderr %s' % (r.returncode, r.stderr[:2000]))
+    syms = tracecmp.file_symbols(args.trace_cmd, dat)
+    fmts = tracecmp.file_formats(args.trace_cmd, dat)
+    per_cpu = {}
+    for l in r.stdout.split('\n'):
+        m = TC_LINE.match(l)
+        if not m or m.group(6) in ('kernel_stack', 'stack_id'):
+            continue
+        per_cpu.setdefault(int(m.group(3)), []).append(
+            {'pid': int(m.group(2)), 'ns': int(m.group(4)) * 10**9 + int(m.group(5)),
+             'name': m.group(6), 'info': m.group(7)})
+    out = []
+    for cpu in sorted(set(kern) | set(per_cpu)):
+        k, t = kern.get(cpu, []), per_cpu.get(cpu, [])
+        if len(k) != len(t):
+            out.append(('count', 'cpu%d: kernel %d events, trace-cmd %d' % (cpu, len(k), len(t))))
+        for a, b in zip(k, t):
+            name, _, info = a['text'].partition(': ')
+            us = (b['ns'] + 500) // 1000
+            if (a['pid'], a['us'], name) != (b['pid'], us, b['name']):
+                out.append(('line', 'cpu%d: kernel %d %d us %s, trace-cmd %d %d us %s'
+                            % (cpu, a['pid'], a['us'], name, b['pid'], us, b['name'])))
+                continue
+            if not tracecmp.same_info(name, b['info'], info, fmts, syms):
+                kind = 'unknown' if name in UNKNOWN_OK else 'text'
+                out.append((kind, 'cpu%d %d us:\n      kernel    %s\n      trace-cmd %s: %s'
+                            % (cpu, a['us'], a['text'], b['name'], b['info'].strip())))
+    return out
+
+
 def summarize(mism, what):
     kinds = {}
     for k, _ in mism:
@@ -384,6 +442,9 @@ def t_text(args):
             check(rawev <= known, 'raw values in events whose format names nothing'
                   ' unresolved: %s' % sorted(rawev - known))
             log('  raw values (no --vmlinux) in: %s' % sorted(rawev))
+    kinds = summarize(check_tracedat(run, args, kern, kout), 'trace.dat by trace-cmd')
+    if set(kinds) - {'unknown'}:
+        failed.append('trace.dat')
     check(not failed, 'host text differs from the kernel\'s in: %s' % failed)
     log('%d events, every line and frame as the kernel printed them' % nk)
     if not args.keep:
@@ -396,6 +457,7 @@ def main():
     ap.add_argument('--host-agent', required=True)
     ap.add_argument('--guestd', required=True)
     ap.add_argument('--workdir', default='e2t-work')
+    ap.add_argument('--trace-cmd', default='trace-cmd')
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--keep', action='store_true')
     args = ap.parse_args()
