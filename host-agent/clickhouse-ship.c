@@ -102,7 +102,7 @@ static GHashTable *stacks_there(Ship *s, const char *boot, GError **error)
 	g_autoptr(GString) q = g_string_new("SELECT frames, events FROM stacks FINAL WHERE host = ");
 	g_autoptr(GString) a = g_string_new(NULL);
 	GHashTable *set;
-	gchar **lines;
+	g_auto(GStrv) lines = NULL;
 
 	ha_ch_sql_str(q, s->host);
 	g_string_append(q, " AND domain = ");
@@ -121,7 +121,6 @@ static GHashTable *stacks_there(Ship *s, const char *boot, GError **error)
 			g_hash_table_add(set, g_strdup(f[0]));
 		g_strfreev(f);
 	}
-	g_strfreev(lines);
 	return set;
 }
 
@@ -232,7 +231,6 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 	JsonArray *arr;
 	JsonObject *o;
 	const char *boot;
-	gchar **lines;
 	g_autoptr(GHashTable) gone = NULL;
 	GHashTableIter it;
 	gpointer k;
@@ -253,8 +251,8 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		return false;
 
 	bt.table = "stacks";
-	lines = g_strsplit(b->folded->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
+	g_auto(GStrv) stack_lines = g_strsplit(b->folded->str, "\n", -1);
+	for (gchar **l = stack_lines; *l; l++) {
 		char *sp = strrchr(*l, ' ');
 
 		if (!**l || !sp)
@@ -265,12 +263,9 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		rb_str(rows, *l);
 		rb_u64(rows, g_ascii_strtoull(sp + 1, NULL, 10));
 		rb_u64(rows, version);
-		if (!batch_row_done(s, &bt, error)) {
-			g_strfreev(lines);
+		if (!batch_row_done(s, &bt, error))
 			return false;
-		}
 	}
-	g_strfreev(lines);
 	/* Stacks the boot no longer has: 0 events at this version. */
 	g_hash_table_iter_init(&it, gone);
 	while (g_hash_table_iter_next(&it, &k, NULL)) {
@@ -285,8 +280,8 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		return false;
 
 	bt.table = "lost";
-	lines = g_strsplit(b->lost->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
+	g_auto(GStrv) lost_lines = g_strsplit(b->lost->str, "\n", -1);
+	for (gchar **l = lost_lines; *l; l++) {
 		uint64_t v[6];
 
 		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %"
@@ -298,18 +293,15 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		for (int i = 2; i < 6; i++)
 			rb_u64(rows, v[i]);
 		rb_u64(rows, version);
-		if (!batch_row_done(s, &bt, error)) {
-			g_strfreev(lines);
+		if (!batch_row_done(s, &bt, error))
 			return false;
-		}
 	}
-	g_strfreev(lines);
 	if (!batch_flush(s, &bt, error))
 		return false;
 
 	bt.table = "stats";
-	lines = g_strsplit(b->stats->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
+	g_auto(GStrv) stats_lines = g_strsplit(b->stats->str, "\n", -1);
+	for (gchar **l = stats_lines; *l; l++) {
 		uint64_t stream, key;
 		int64_t value;
 
@@ -320,12 +312,9 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		rb_u32(rows, (uint32_t)key);
 		rb_u64(rows, (uint64_t)value);
 		rb_u64(rows, version);
-		if (!batch_row_done(s, &bt, error)) {
-			g_strfreev(lines);
+		if (!batch_row_done(s, &bt, error))
 			return false;
-		}
 	}
-	g_strfreev(lines);
 	if (!batch_flush(s, &bt, error))
 		return false;
 
