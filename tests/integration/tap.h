@@ -3,9 +3,34 @@
 #ifndef HA_TAP_H
 #define HA_TAP_H
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static int tap_n, tap_failed;
+
+/* A description's first line follows "ok N - "; any further lines (a format text
+ * quoted in the message) become "# " diagnostics, so the stream stays TAP. */
+__attribute__((format(printf, 1, 2)))
+static inline void tap_desc(const char *fmt, ...)
+{
+	char buf[4096];
+	const char *p = buf, *nl;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	nl = strchr(p, '\n');
+	printf("%.*s\n", nl ? (int)(nl - p) : (int)strlen(p), p);
+	while (nl) {
+		p = nl + 1;
+		nl = strchr(p, '\n');
+		if (!nl && !*p)
+			break;
+		printf("# %.*s\n", nl ? (int)(nl - p) : (int)strlen(p), p);
+	}
+}
 
 #define CHECK(cond, ...) do {						\
 	tap_n++;							\
@@ -15,8 +40,7 @@ static int tap_n, tap_failed;
 		tap_failed++;						\
 		printf("not ok %d - %s:%d: ", tap_n, __FILE__, __LINE__); \
 	}								\
-	printf(__VA_ARGS__);						\
-	printf("\n");							\
+	tap_desc(__VA_ARGS__);						\
 } while (0)
 
 static inline int tap_done(void)
