@@ -82,6 +82,8 @@ struct _HaConn {
 	GError *cb_error;
 
 	GByteArray *out;
+	GArray *out_lens;	/* guint: each queued frame's length, oldest first */
+	size_t head_sent;	/* bytes of the oldest queued frame already sent */
 	HaConnStats st;
 };
 
@@ -122,6 +124,7 @@ HaConn *ha_conn_new(HaStore *store, const HaLimits *limits, const char *domain,
 	c->fullstacks = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
 					      (GDestroyNotify)g_bytes_unref, g_free);
 	c->out = g_byte_array_new();
+	c->out_lens = g_array_new(FALSE, FALSE, sizeof(guint));
 	c->z = ha_chunkz_new(limits->zstd_level);
 	return c;
 }
@@ -144,6 +147,7 @@ void ha_conn_free(HaConn *c)
 	ha_chunkz_free(c->z);
 	g_hash_table_destroy(c->fullstacks);
 	g_byte_array_unref(c->out);
+	g_array_unref(c->out_lens);
 	g_clear_error(&c->cb_error);
 	g_free(c->domain);
 	g_free(c->peer);
@@ -185,7 +189,13 @@ const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len)
 
 void ha_conn_output_done(HaConn *c, size_t n)
 {
-	g_byte_array_remove_range(c->out, 0, MIN(n, c->out->len));
+	n = MIN(n, c->out->len);
+	g_byte_array_remove_range(c->out, 0, (guint)n);
+	c->head_sent += n;
+	while (c->out_lens->len && c->head_sent >= g_array_index(c->out_lens, guint, 0)) {
+		c->head_sent -= g_array_index(c->out_lens, guint, 0);
+		g_array_remove_index(c->out_lens, 0);
+	}
 }
 
 /*
@@ -196,6 +206,7 @@ void ha_conn_output_done(HaConn *c, size_t n)
 static bool queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, long payload_len)
 {
 	uint8_t buf[SMP_HDR_SIZE + 64] = { 0 };
+	guint len;
 	long n;
 
 	if (payload_len < 0)
@@ -204,10 +215,19 @@ static bool queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, long pa
 	if (n < 0)
 		return false;
 	/* Bounded: only WELCOME and cumulative ACKs go out; a guest that does not read
-	 * them only loses older ACKs, which the next one supersedes. */
-	if (c->out->len > 4096)
-		g_byte_array_set_size(c->out, 0);
-	g_byte_array_append(c->out, buf, (guint)n);
+	 * them only loses older ACKs, which the next one supersedes. A frame partly
+	 * sent is sent to its end, or the guest would read the next one from its
+	 * middle. */
+	if (c->out->len > 4096) {
+		guint keep = c->head_sent ?
+			g_array_index(c->out_lens, guint, 0) - (guint)c->head_sent : 0;
+
+		g_byte_array_set_size(c->out, keep);
+		g_array_set_size(c->out_lens, keep ? 1 : 0);
+	}
+	len = (guint)n;
+	g_byte_array_append(c->out, buf, len);
+	g_array_append_val(c->out_lens, len);
 	return true;
 }
 

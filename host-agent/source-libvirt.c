@@ -58,6 +58,7 @@ struct _HaLvSource {
 	bool st_cb;
 	HaConn *conn;
 	guint commit_timer;
+	guint more_idle;	/* reading goes on from here after READS_PER_WAKE */
 	guint open_retry;
 	unsigned int open_backoff_ms;
 	bool warned_open;
@@ -160,15 +161,25 @@ static ssize_t read_stream(void *ctx, uint8_t *buf, size_t len)
 	return n;
 }
 
-/* Read and apply up to READS_PER_WAKE chunks. On READ_CLOSED the link is closed. */
+static gboolean on_more_input(gpointer user);
+
+/*
+ * Read and apply up to READS_PER_WAKE chunks. On READ_CLOSED the link is closed. After
+ * READ_MORE, reading goes on from an idle callback: the stream's READABLE event does
+ * not come again for data those reads already took, and the batch's commit and ACK
+ * (at READ_DRY) must not wait for more input.
+ */
 static enum read_result read_some(HaLvSource *s)
 {
 	g_autoptr(GError) e = NULL;
 
 	switch (ha_conn_read(s->conn, READS_PER_WAKE, read_stream, s, &e)) {
 	case HA_READ_MORE:
-		if (write_output(s))
+		if (write_output(s)) {
+			if (!s->more_idle)
+				s->more_idle = g_idle_add(on_more_input, s);
 			return READ_MORE;
+		}
 		link_close(s, "write failed");
 		return READ_CLOSED;
 	case HA_READ_DRY:
@@ -185,6 +196,16 @@ static enum read_result read_some(HaLvSource *s)
 		link_close(s, NULL);
 		return READ_CLOSED;
 	}
+}
+
+static gboolean on_more_input(gpointer user)
+{
+	HaLvSource *s = user;
+
+	s->more_idle = 0;
+	if (s->st)
+		read_some(s);
+	return G_SOURCE_REMOVE;
 }
 
 static void on_stream(virStreamPtr st, int events, void *opaque)
@@ -220,6 +241,9 @@ static void link_close(HaLvSource *s, const char *why)
 	if (s->st_cb)
 		virStreamEventRemoveCallback(s->st);
 	s->st_cb = false;
+	if (s->more_idle)
+		g_source_remove(s->more_idle);
+	s->more_idle = 0;
 	if (s->commit_timer)
 		g_source_remove(s->commit_timer);
 	s->commit_timer = 0;

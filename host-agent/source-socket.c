@@ -29,6 +29,8 @@ struct _HaSource {
 
 	int fd;			/* the guest connection, -1 when none */
 	guint watch;
+	guint out_watch;	/* G_IO_OUT while output is left over, else 0 */
+	guint more_idle;	/* reading goes on from here after READS_PER_WAKE */
 	guint commit_timer;
 	HaConn *conn;
 };
@@ -49,7 +51,8 @@ static bool sockaddr_for(const char *path, struct sockaddr_un *sa, GError **erro
 	return true;
 }
 
-static void write_output(HaSource *s)
+/* Send what the connection holds; true while some of it is left for later. */
+static bool send_output(HaSource *s)
 {
 	size_t len;
 	const uint8_t *out = ha_conn_output(s->conn, &len);
@@ -58,12 +61,42 @@ static void write_output(HaSource *s)
 		ssize_t n = send(s->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				g_debug("%s: write: %s", s->path, g_strerror(errno));
-			return;	/* retried at the next wake-up; ACKs are cumulative */
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return true;
+			/* the read side sees the broken connection and closes it */
+			g_debug("%s: write: %s", s->path, g_strerror(errno));
+			return false;
 		}
 		ha_conn_output_done(s->conn, (size_t)n);
 		out = ha_conn_output(s->conn, &len);
+	}
+	return false;
+}
+
+static gboolean on_writable(gint fd, GIOCondition cond, gpointer user)
+{
+	HaSource *s = user;
+
+	if (send_output(s))
+		return G_SOURCE_CONTINUE;
+	s->out_watch = 0;
+	return G_SOURCE_REMOVE;
+}
+
+/*
+ * What the socket does not take now waits for G_IO_OUT, never for the next input: a
+ * guest that stops sending until it has its ACK (after BYE, say) must still get it.
+ */
+static void write_output(HaSource *s)
+{
+	if (send_output(s)) {
+		if (!s->out_watch)
+			s->out_watch = g_unix_fd_add(s->fd, G_IO_OUT, on_writable, s);
+	} else if (s->out_watch) {
+		g_source_remove(s->out_watch);
+		s->out_watch = 0;
 	}
 }
 
@@ -113,29 +146,53 @@ static ssize_t read_fd(void *ctx, uint8_t *buf, size_t len)
 	return n < 0 ? -errno : n;
 }
 
-static gboolean on_readable(gint fd, GIOCondition cond, gpointer user)
+static gboolean on_more_input(gpointer user);
+
+/*
+ * Read and apply what the socket holds, READS_PER_WAKE reads at a time. The watch is
+ * level-triggered: when those reads happened to take the last bytes, it never fires
+ * again for them, so the rest of the work (reading on to EAGAIN, then the commit and
+ * its ACK) goes on from an idle callback, never from the next input, which a guest
+ * waiting for its ACK does not send. False when the link was closed.
+ */
+static bool read_input(HaSource *s)
 {
-	HaSource *s = user;
 	g_autoptr(GError) e = NULL;
 
-	switch (ha_conn_read(s->conn, READS_PER_WAKE, read_fd, &fd, &e)) {
+	switch (ha_conn_read(s->conn, READS_PER_WAKE, read_fd, &s->fd, &e)) {
 	case HA_READ_MORE:
 		write_output(s);
-		return G_SOURCE_CONTINUE;
+		if (!s->more_idle)
+			s->more_idle = g_idle_add(on_more_input, s);
+		return true;
 	case HA_READ_DRY:
 		if (input_idle(s))
-			return G_SOURCE_CONTINUE;
+			return true;
 		link_close(s, NULL);
-		return G_SOURCE_REMOVE;
+		return false;
 	case HA_READ_END:
 		link_close(s, "guest side closed the connection");
-		return G_SOURCE_REMOVE;
+		return false;
 	case HA_READ_FAILED:
 	default:
 		g_warning("%s: %s: closing the connection: %s", s->domain, s->path, e->message);
 		link_close(s, NULL);
-		return G_SOURCE_REMOVE;
+		return false;
 	}
+}
+
+static gboolean on_more_input(gpointer user)
+{
+	HaSource *s = user;
+
+	s->more_idle = 0;
+	read_input(s);
+	return G_SOURCE_REMOVE;
+}
+
+static gboolean on_readable(gint fd, GIOCondition cond, gpointer user)
+{
+	return read_input(user) ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
 static void link_open(HaSource *s, int fd)
@@ -163,6 +220,12 @@ static void link_close(HaSource *s, const char *why)
 	if (s->watch)
 		g_source_remove(s->watch);
 	s->watch = 0;
+	if (s->more_idle)
+		g_source_remove(s->more_idle);
+	s->more_idle = 0;
+	if (s->out_watch)
+		g_source_remove(s->out_watch);
+	s->out_watch = 0;
 	if (s->commit_timer)
 		g_source_remove(s->commit_timer);
 	s->commit_timer = 0;
