@@ -126,7 +126,10 @@ void smp_decoder_reset(struct smp_decoder *d);
 size_t smp_decoder_feed(struct smp_decoder *d, const void *data, size_t len);
 
 /* Zero-copy variant of feed: read(2) straight into *ret_space (up to the returned
- * size), then smp_decoder_commit() the number of bytes read. */
+ * size), then smp_decoder_commit() the number of bytes read. *ret_space is valid
+ * only until the next other call on @d: smp_decoder_next() moves the buffer's
+ * start (to 0 when it takes the last frame), so take the space right before the
+ * read. */
 size_t smp_decoder_space(struct smp_decoder *d, uint8_t **ret_space);
 void smp_decoder_commit(struct smp_decoder *d, size_t n);
 

@@ -596,7 +596,7 @@ static bool read_host(Guest *g, bool block, uint64_t *ret_welcome)
 {
 	for (;;) {
 		uint8_t *space;
-		size_t room = smp_decoder_space(g->dec, &space);
+		size_t room;
 		ssize_t n;
 		struct smp_frame f;
 		int r;
@@ -619,6 +619,8 @@ static bool read_host(Guest *g, bool block, uint64_t *ret_welcome)
 				return true;
 			}
 		}
+		/* after the frames are taken: taking the last one empties the buffer */
+		room = smp_decoder_space(g->dec, &space);
 		n = recv(g->fd, space, room, block ? 0 : MSG_DONTWAIT);
 		if (n > 0) {
 			smp_decoder_commit(g->dec, (size_t)n);
