@@ -52,6 +52,7 @@ struct _HaTep {
 	long missed;
 	GHashTable *names;		/* int id -> "sys/name" (owned) */
 	GHashTable *known;		/* "sys/name" of every text accepted (owned) */
+	GHashTable *refused_ids;	/* int id -> "sys/name" of a refused text (owned) */
 	uint32_t nr_parsed;		/* texts handed to libtraceevent, accepted or not */
 	size_t parsed_bytes;		/* ... and their bytes: the budget (tep.h) */
 	HaEnumFn enum_fn;		/* printfmt.h, may be NULL */
@@ -136,6 +137,7 @@ HaTep *ha_tep_new(uint32_t page_size, bool big_endian)
 	t->page = g_malloc0(page_size + PAGE_SLACK);
 	t->names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	t->known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	t->refused_ids = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	register_printers(t->tep);
 	return t;
 }
@@ -149,6 +151,7 @@ void ha_tep_free(HaTep *t)
 	tep_free(t->tep);
 	g_hash_table_destroy(t->names);
 	g_hash_table_destroy(t->known);
+	g_hash_table_destroy(t->refused_ids);
 	g_free(t->page);
 	g_free(t);
 }
@@ -588,6 +591,38 @@ static bool add_header_page(HaTep *t, const char *text, size_t len, GError **err
 	return true;
 }
 
+/* The event id of a whole format text ("ID: N" line), -1 when it has none. */
+static long format_id(const char *text, size_t len)
+{
+	for (const char *l = text, *end = text + len; l < end;) {
+		const char *nl = memchr(l, '\n', (size_t)(end - l));
+		size_t n = (size_t)((nl ? nl : end) - l);
+
+		if (n > 4 && n < 12 && memcmp(l, "ID: ", 4) == 0) {
+			long id = 0;
+
+			for (size_t i = 4; i < n; i++) {
+				if (!g_ascii_isdigit(l[i]))
+					return -1;
+				id = id * 10 + (l[i] - '0');
+			}
+			return id <= 65535 ? id : -1;	/* common_type is a u16 */
+		}
+		l += n + 1;
+	}
+	return -1;
+}
+
+/* Remember which event id a refused text declared: its events print as such. */
+static void note_refused_id(HaTep *t, const char *name, const char *text, size_t len)
+{
+	long id = format_id(text, len);
+
+	if (id >= 0 && !g_hash_table_contains(t->refused_ids, GINT_TO_POINTER(id)) &&
+	    g_hash_table_size(t->refused_ids) < HA_TEP_FORMATS_MAX)
+		g_hash_table_insert(t->refused_ids, GINT_TO_POINTER(id), g_strescape(name, NULL));
+}
+
 bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		       GError **error)
 {
@@ -650,7 +685,7 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		 * this boot), its bytes charged, and libtraceevent here never saw it */
 		if (!sandbox_ok(&j, name, &e)) {
 			if (e->code != G_IO_ERROR_FAILED)
-				ha_tep_add_refused(t, name, len);
+				ha_tep_add_refused_text(t, name, text, len);
 			g_propagate_error(error, g_steal_pointer(&e));
 			return false;
 		}
@@ -660,12 +695,14 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 	ha_tep_add_refused(t, name, len);
 	if (tep_parse_format(t->tep, &ev, fixed, strlen(fixed), sys) != TEP_ERRNO__SUCCESS ||
 	    !ev) {
+		note_refused_id(t, name, text, len);
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "format of %s refused by libtraceevent", name);
 		return false;
 	}
 	if (ev->format.nr_common + ev->format.nr_fields != nfields ||
 	    g_strcmp0(ev->name, slash + 1)) {
+		note_refused_id(t, name, text, len);
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "format of %s parsed only in part by libtraceevent (%d of %d fields)",
 			    name, ev->format.nr_common + ev->format.nr_fields, nfields);
@@ -717,6 +754,12 @@ void ha_tep_add_refused(HaTep *t, const char *name, size_t len)
 		g_hash_table_insert(t->known, g_strdup(name), NULL);
 	t->nr_parsed++;
 	t->parsed_bytes += len;
+}
+
+void ha_tep_add_refused_text(HaTep *t, const char *name, const char *text, size_t len)
+{
+	ha_tep_add_refused(t, name, len);
+	note_refused_id(t, name, text, len);
 }
 
 size_t ha_tep_parsed_bytes(const HaTep *t)
@@ -1005,9 +1048,14 @@ char *ha_tep_format_event(HaTep *t, const HaEvent *ev)
 	struct tep_record rec = { .data = (void *)ev->data, .size = (int)ev->size,
 				  .ts = ev->ts };
 	struct tep_event *te = ev->type >= 0 ? tep_find_event(t->tep, ev->type) : NULL;
+	const char *refused;
 	struct trace_seq s;
 	char *out;
 
+	if (!te && ev->type >= 0 &&
+	    (refused = g_hash_table_lookup(t->refused_ids, GINT_TO_POINTER(ev->type))))
+		return g_strdup_printf("%s: <event type %d of a format the host refused:"
+				       " fields not decoded>", refused, ev->type);
 	if (!te)
 		return g_strdup_printf("<unknown event type %d>", ev->type);
 	if (!fields_fit(t, te, ev))

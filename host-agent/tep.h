@@ -99,6 +99,11 @@ bool ha_tep_accepted(const HaTep *t, const char *name);
 /* A text of @len bytes for @name that libtraceevent refused earlier (in an earlier
  * session of the boot): taken and charged to the budget, not parsed again. */
 void ha_tep_add_refused(HaTep *t, const char *name, size_t len);
+/* ... with its @text: the event id it declares (its "ID:" line) is remembered, and
+ * ha_tep_format_event() prints that id's events as "NAME: <event type N of a format
+ * the host refused: fields not decoded>". A text ha_tep_add_format() refused in the
+ * sandbox or in libtraceevent is remembered the same way. */
+void ha_tep_add_refused_text(HaTep *t, const char *name, const char *text, size_t len);
 
 /* Bytes of event format texts handed to libtraceevent so far (the budget's use). */
 size_t ha_tep_parsed_bytes(const HaTep *t);
@@ -142,7 +147,9 @@ unsigned int ha_tep_raw_fields(const HaTep *t);
 /* Teach libtraceevent a kernel symbol (for %p conversions it prints itself). */
 void ha_tep_add_symbol(HaTep *t, uint64_t addr, const char *name, const char *module);
 
-/* Print an event's fields as "name: a=1 b=2" into a new string (g_free). */
+/* Print an event's fields as "name: a=1 b=2" into a new string (g_free); an event of
+ * a refused format's id as "name: <event type N of a format the host refused: fields
+ * not decoded>", one of an id no format named as "<unknown event type N>". */
 char *ha_tep_format_event(HaTep *t, const HaEvent *ev);
 
 #endif /* HA_TEP_H */

@@ -137,6 +137,27 @@ static void test_crashing_format(void)
 	      !strcmp(ha_tep_event_name(t, GF_ID_KMALLOC), km->name),
 	      "and knows its event id");
 
+	{
+		/* its events are named as of a refused format, not as of an unknown type */
+		uint8_t d[80] = { 0x84, 0x03 };	/* common_type 900 */
+		HaEvent ev = { .type = 900, .data = d, .size = sizeof(d) };
+		g_autofree char *txt = ha_tep_format_event(t, &ev);
+		g_autoptr(HaTep) t3 = new_tep();
+		g_autofree char *txt3 = NULL;
+
+		CHECK(!strcmp(txt, "sys/ev: <event type 900 of a format the host refused:"
+			      " fields not decoded>"), "an event of its id: %s", txt);
+		/* a report's parser, from the text stored as refused: the same, no child */
+		runs = ha_sandbox_runs();
+		ha_tep_add_refused_text(t3, "sys/ev", crash_text, strlen(crash_text));
+		txt3 = ha_tep_format_event(t3, &ev);
+		CHECK(!strcmp(txt, txt3) && ha_sandbox_runs() == runs && ha_tep_knows(t3, "sys/ev"),
+		      "from the stored refused text: %s", txt3);
+		ev.type = 901;
+		g_free(txt3);
+		txt3 = ha_tep_format_event(t3, &ev);
+		CHECK(!strcmp(txt3, "<unknown event type 901>"), "another id: %s", txt3);
+	}
 	/* the verdict is cached: another parser (another boot) pays no child for it */
 	t2 = new_tep();
 	runs = ha_sandbox_runs();
