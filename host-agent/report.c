@@ -799,6 +799,34 @@ static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *
 	return true;
 }
 
+/* On stderr (never in the report): the event formats of @boot the host refused, whose
+ * events are counted by their stacks like any other but have no decoded fields. */
+static void note_refused_formats(HaStore *s, int64_t boot)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT name FROM texts WHERE boot = ? AND"
+					 " kind = 'format-refused' ORDER BY seq", NULL);
+	g_autoptr(GString) names = g_string_new(NULL);
+	guint n = 0;
+
+	if (!st)
+		return;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		g_autofree char *name = g_strescape((const char *)sqlite3_column_text(st, 0) ?
+						    (const char *)sqlite3_column_text(st, 0) : "",
+						    NULL);
+
+		if (n++ < 8)
+			g_string_append_printf(names, "%s%s", n > 1 ? ", " : "", name);
+	}
+	sqlite3_reset(st);
+	if (n)
+		g_printerr("host-agent report: boot %" PRId64 ": the host refused %u event"
+			   " format(s) (%s%s): their events are counted by their stacks, `report"
+			   " events` shows them with their fields not decoded\n", boot, n,
+			   names->str, n > 8 ? ", ..." : "");
+}
+
 static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 		       GString *out, GError **error)
 {
@@ -823,6 +851,7 @@ static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_f
 		HaSyms *syms = load_syms(s, b, dw);
 
 		g_hash_table_insert(syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
+		note_refused_formats(s, b);
 		ok = collect(s, b, by_key, syms, merge, merge ? G_MAXUINT : limit, &total,
 			     &distinct, error);
 	}
@@ -989,13 +1018,22 @@ static HaTep *load_tep(HaStore *s, int64_t boot, HaSyms *syms)
 	ha_tep_set_symbolizer(t, symbolize, syms);
 	if (ha_syms_dwarf(syms))
 		ha_tep_set_enum_resolver(t, enum_value, ha_syms_dwarf(syms));
-	st = ha_store_stmt(s, "SELECT name, text FROM texts WHERE boot = ? AND kind = 'format'"
-			   " ORDER BY seq", NULL);
+	/* a refused text (never parsed again) names the events of its id in the report */
+	st = ha_store_stmt(s, "SELECT name, text, kind FROM texts WHERE boot = ? AND kind IN"
+			   " ('format', 'format-refused') ORDER BY seq", NULL);
 	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		ha_tep_add_format(t, (const char *)sqlite3_column_text(st, 0),
-				  sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
-				  NULL);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		const char *text = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+
+		if (!name)
+			continue;
+		if (!g_strcmp0((const char *)sqlite3_column_text(st, 2), "format-refused"))
+			ha_tep_add_refused_text(t, name, text, len);
+		else
+			ha_tep_add_format(t, name, text, len, NULL);
+	}
 	sqlite3_reset(st);
 	return t;
 }
