@@ -64,6 +64,8 @@ typedef struct {
 	gint gap;
 	gint unseen;
 	gint unread;
+	gint refused_every;
+	char *expect_refused;
 	char *boot_id;
 	gint64 stream_id;
 	gboolean quiet;
@@ -101,6 +103,7 @@ typedef struct {
 	GHashTable *published;		/* "e:k" -> 1 */
 	GHashTable *expected;		/* folded -> count */
 	GArray *truth;			/* EvTruth, with --expect-events */
+	GArray *refused_ts;		/* uint64_t, --refused-format's events */
 	uint64_t gen_events;
 	uint64_t gen_calls;
 	int epoch;
@@ -206,6 +209,24 @@ static void expect_add(Guest *g, char *key, uint64_t ev_ts)
 
 /* ---- frames ------------------------------------------------------------------- */
 
+/*
+ * --refused-format: a FORMAT the host must refuse. It passes every check of tep.c, but
+ * a print fmt argument indexed twice (REC->caller[1][2]) makes libtraceevent 1.7's
+ * tep_parse_format() dereference NULL (fuzz-format's first find, test-sandbox.c).
+ * Its events are laid out as its fields say: size at 8, caller[8] at 16.
+ */
+#define REFUSED_NAME	"synth/crashy"
+#define REFUSED_ID	900
+static const char refused_text[] =
+	"name: crashy\nID: 900\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
+	"\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n\n"
+	"print fmt: \"%lx %lx\", REC->caller[0], REC->caller[1][2]\n";
+
 static void push_frame(Guest *g, uint8_t type, uint64_t seq, const uint8_t *payload,
 		       size_t len)
 {
@@ -248,6 +269,16 @@ static void gen_preamble(Guest *g)
 		struct smp_format m = {
 			.name = gf_formats[i].name, .name_len = (uint16_t)strlen(gf_formats[i].name),
 			.text = gf_formats[i].text, .text_len = strlen(gf_formats[i].text),
+		};
+
+		n = smp_format_encode(&m, buf, SMP_MAX_PAYLOAD);
+		g_assert(n > 0);
+		push_seq(g, SMP_FORMAT, buf, (size_t)n);
+	}
+	if (g->o.refused_every) {
+		struct smp_format m = {
+			.name = REFUSED_NAME, .name_len = sizeof(REFUSED_NAME) - 1,
+			.text = refused_text, .text_len = sizeof(refused_text) - 1,
 		};
 
 		n = smp_format_encode(&m, buf, SMP_MAX_PAYLOAD);
@@ -366,6 +397,19 @@ static void emit_kmalloc(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t 
 	ring_add(g, cpu, ts, d, sizeof(d));
 }
 
+/* An event of --refused-format's type, in place of a kmalloc. */
+static void emit_refused(Guest *g, int cpu, uint64_t ts, int pid, uint64_t call_site)
+{
+	uint8_t d[80] = { 0 };
+	int32_t size = 1;
+
+	put_common(d, REFUSED_ID, 0, 0, pid);
+	memcpy(d + 8, &size, 4);
+	memcpy(d + 16, &call_site, 8);
+	ring_add(g, cpu, ts, d, sizeof(d));
+	g_array_append_val(g->refused_ts, ts);
+}
+
 /* The stack event for stack k of the current epoch, and its ground truth. */
 static void emit_stack(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t preempt,
 		       int pid, int k, uint64_t ev_ts)
@@ -438,7 +482,10 @@ static void gen_event(Guest *g)
 	if (i % 5000 == 4999)
 		g->clock += 300000000;	/* an idle gap: a TIME_EXTEND in the page */
 	ts = g->clock;
-	emit_kmalloc(g, cpu, ts, 0, 0, pid, stack_ip(g->epoch, k, 0));
+	if (g->o.refused_every && (i + 1) % (uint64_t)g->o.refused_every == 0)
+		emit_refused(g, cpu, ts, pid, stack_ip(g->epoch, k, 0));
+	else
+		emit_kmalloc(g, cpu, ts, 0, 0, pid, stack_ip(g->epoch, k, 0));
 	if (g->o.cut_stacks && i + (uint64_t)g->o.cut_stacks >= (uint64_t)g->o.events) {
 		/* A crash between these events' commits and their stack events: the
 		 * host keeps them waiting for a stack that never comes. */
@@ -1111,6 +1158,11 @@ int main(int argc, char **argv)
 		  "STATS: map successes N above the last epoch's stack_id events (-1: none)", "N" },
 		{ "unread", 0, 0, G_OPTION_ARG_INT, &o->unread,
 		  "STATS: N events left unread in the ring buffer (RB_UNREAD)", "N" },
+		{ "refused-format", 0, 0, G_OPTION_ARG_INT, &o->refused_every,
+		  "Send a FORMAT the host must refuse (its parser crashes on it); every Nth"
+		  " traced event is of that type", "N" },
+		{ "expect-refused", 0, 0, G_OPTION_ARG_FILENAME, &o->expect_refused,
+		  "Write the time stamps of --refused-format's events", "FILE" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood", "MODE" },
@@ -1135,7 +1187,7 @@ int main(int argc, char **argv)
 	}
 	if (!!o->connect_path + !!o->listen_path + !!o->dump != 1 || o->cpus < 1 ||
 	    o->cpus > 64 || o->epochs < 1 || o->stacks < 1 || o->map_bits < 4 ||
-	    o->map_bits > 19 || o->cut_stacks < 0 || o->cut_stacks > 8 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
+	    o->map_bits > 19 || o->cut_stacks < 0 || o->refused_every < 0 || o->cut_stacks > 8 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
 		g_printerr("synth-guest: one of --connect/--listen/--dump; sane sizes\n");
 		return 2;
 	}
@@ -1158,6 +1210,7 @@ int main(int argc, char **argv)
 	g.published = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g.expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g.truth = g_array_new(FALSE, FALSE, sizeof(EvTruth));
+	g.refused_ts = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	g_queue_init(&g.window);
 	g_queue_init(&g.ready);
 	gen_preamble(&g);
@@ -1216,6 +1269,16 @@ int main(int argc, char **argv)
 		return 1;
 	if (o->expect_events && write_truth(&g))
 		return 1;
+	if (o->expect_refused) {
+		FILE *f = fopen(o->expect_refused, "w");
+
+		for (guint i = 0; f && i < g.refused_ts->len; i++)
+			fprintf(f, "%" PRIu64 "\n", g_array_index(g.refused_ts, uint64_t, i));
+		if (!f || fclose(f) != 0) {
+			perror(o->expect_refused);
+			return 1;
+		}
+	}
 	if (!o->quiet)
 		g_printerr("synth-guest: %" PRIu64 " events, %" PRIu64 " frames (%" PRIu64
 			   " resent, %" PRIu64 " dropped), %" PRIu64 " bytes, %u connection(s),"
