@@ -65,6 +65,7 @@ typedef struct {
 	gint unseen;
 	gint unread;
 	gint refused_every;
+	gint reconnect_ms;
 	char *expect_refused;
 	char *boot_id;
 	gint64 stream_id;
@@ -1163,6 +1164,8 @@ int main(int argc, char **argv)
 		  " traced event is of that type", "N" },
 		{ "expect-refused", 0, 0, G_OPTION_ARG_FILENAME, &o->expect_refused,
 		  "Write the time stamps of --refused-format's events", "FILE" },
+		{ "reconnect-ms", 0, 0, G_OPTION_ARG_INT, &o->reconnect_ms,
+		  "Pause before connecting again after a lost connection", "MS" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood", "MODE" },
@@ -1187,7 +1190,7 @@ int main(int argc, char **argv)
 	}
 	if (!!o->connect_path + !!o->listen_path + !!o->dump != 1 || o->cpus < 1 ||
 	    o->cpus > 64 || o->epochs < 1 || o->stacks < 1 || o->map_bits < 4 ||
-	    o->map_bits > 19 || o->cut_stacks < 0 || o->refused_every < 0 || o->cut_stacks > 8 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
+	    o->map_bits > 19 || o->cut_stacks < 0 || o->refused_every < 0 || o->reconnect_ms < 0 || o->cut_stacks > 8 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
 		g_printerr("synth-guest: one of --connect/--listen/--dump; sane sizes\n");
 		return 2;
 	}
@@ -1263,6 +1266,8 @@ int main(int argc, char **argv)
 			if (!o->quiet)
 				g_printerr("synth-guest: connection lost at acked seq %" PRIu64
 					   ", waiting for the host again\n", g.acked);
+			if (o->reconnect_ms)	/* as the guest agent's --reconnect-ms */
+				g_usleep((gulong)o->reconnect_ms * 1000);
 		}
 	}
 	if (o->expect && write_expect(&g))
