@@ -594,6 +594,8 @@ static bool add_header_page(HaTep *t, const char *text, size_t len, GError **err
 /* The event id of a whole format text ("ID: N" line), -1 when it has none. */
 static long format_id(const char *text, size_t len)
 {
+	if (!text)
+		return -1;
 	for (const char *l = text, *end = text + len; l < end;) {
 		const char *nl = memchr(l, '\n', (size_t)(end - l));
 		size_t n = (size_t)((nl ? nl : end) - l);
@@ -608,7 +610,9 @@ static long format_id(const char *text, size_t len)
 			}
 			return id <= 65535 ? id : -1;	/* common_type is a u16 */
 		}
-		l += n + 1;
+		if (!nl)
+			break;
+		l = nl + 1;
 	}
 	return -1;
 }

@@ -158,6 +158,30 @@ static void test_crashing_format(void)
 		txt3 = ha_tep_format_event(t3, &ev);
 		CHECK(!strcmp(txt3, "<unknown event type 901>"), "another id: %s", txt3);
 	}
+	{
+		/* a refused text's ID line is a guest's: only a whole u16 names events */
+		static const char *const bad[] = {
+			"name: a\nID: 65536\n", "name: b\nID: 9x1\n", "name: c\nID: \n",
+			"name: d\nID: 00000000000000000902\n", "name: e\nformat:\n",
+		};
+		g_autoptr(HaTep) t4 = new_tep();
+		uint8_t d[8] = { 0 };
+		HaEvent ev = { .data = d, .size = sizeof(d) };
+		bool none = true;
+
+		for (unsigned int i = 0; i < G_N_ELEMENTS(bad); i++)
+			ha_tep_add_refused_text(t4, "sys/bad", bad[i], strlen(bad[i]));
+		/* and a text cut right after its ID's digits (no newline) still counts */
+		ha_tep_add_refused_text(t4, "sys/cut", "name: f\nID: 903", 15);
+		for (int id = 0; id < 1000 && none; id++) {
+			g_autofree char *x = NULL;
+
+			ev.type = id;
+			x = ha_tep_format_event(t4, &ev);
+			none = id == 903 ? strstr(x, "sys/cut:") == x : !strncmp(x, "<unknown", 8);
+		}
+		CHECK(none, "malformed ID lines name no event, a cut one does");
+	}
 	/* the verdict is cached: another parser (another boot) pays no child for it */
 	t2 = new_tep();
 	runs = ha_sandbox_runs();
