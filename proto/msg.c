@@ -31,8 +31,10 @@ static const struct msg_desc msg_table[256] = {
 			    SMP_LOST_FIXED + SMP_LOST_CPU_SIZE * SMP_MAX_CPUS },
 	[SMP_STATS]	= { "STATS",   8, 8 + 16 * SMP_STATS_MAX },
 	[SMP_BYE]	= { "BYE",     8, 8 },
+	[SMP_TIME_REPLY] = { "TIME_REPLY", SMP_TIME_SIZE, SMP_TIME_SIZE },
 	[SMP_WELCOME]	= { "WELCOME", 16, 16 },
 	[SMP_ACK]	= { "ACK",     8, 8 },
+	[SMP_TIME]	= { "TIME",    SMP_TIME_SIZE, SMP_TIME_SIZE },
 };
 
 const char *smp_type_name(uint8_t type)
@@ -419,5 +421,101 @@ int smp_ack_decode(uint64_t *ret_acked_seq, const uint8_t *buf, size_t len)
 	if (r)
 		return r;
 	*ret_acked_seq = smp_get64(buf);
+	return 0;
+}
+
+/* ---- TIME, TIME_REPLY ---- */
+
+long smp_time_encode(uint64_t probe_id, uint8_t *buf, size_t cap)
+{
+	if (probe_id == 0)
+		return -EINVAL;
+	if (cap < SMP_TIME_SIZE)
+		return -ENOSPC;
+	smp_put64(buf, probe_id);
+	smp_put64(buf + 8, 0);
+	return SMP_TIME_SIZE;
+}
+
+int smp_time_decode(uint64_t *ret_probe_id, const uint8_t *buf, size_t len)
+{
+	uint64_t id;
+	int r = check(SMP_TIME, len);
+
+	if (r)
+		return r;
+	id = smp_get64(buf);
+	if (id == 0)
+		return -EBADMSG;
+	*ret_probe_id = id;
+	return 0;
+}
+
+long smp_time_reply_encode(const struct smp_time_reply *m, uint8_t *buf, size_t cap)
+{
+	if (m->probe_id == 0 || m->status > 0)
+		return -EINVAL;
+	if (cap < SMP_TIME_SIZE)
+		return -ENOSPC;
+	smp_put64(buf, m->probe_id);
+	smp_put32(buf + 8, (uint32_t)m->status);
+	smp_put32(buf + 12, 0);
+	return SMP_TIME_SIZE;
+}
+
+int smp_time_reply_decode(struct smp_time_reply *ret, const uint8_t *buf, size_t len)
+{
+	struct smp_time_reply m;
+	int r = check(SMP_TIME_REPLY, len);
+
+	if (r)
+		return r;
+	m.probe_id = smp_get64(buf);
+	m.status = (int32_t)smp_get32(buf + 8);
+	if (m.probe_id == 0 || m.status > 0)
+		return -EBADMSG;
+	*ret = m;
+	return 0;
+}
+
+long smp_time_marker(uint64_t probe_id, char *buf, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t plen = sizeof(SMP_TIME_MARKER) - 1;
+
+	if (cap < SMP_TIME_MARKER_LEN)
+		return -ENOSPC;
+	memcpy(buf, SMP_TIME_MARKER, plen);
+	for (int i = 0; i < 16; i++)
+		buf[plen + (size_t)i] = hex[(probe_id >> (60 - 4 * i)) & 0xf];
+	return (long)SMP_TIME_MARKER_LEN;
+}
+
+int smp_time_marker_parse(const char *text, size_t len, uint64_t *ret_probe_id)
+{
+	size_t plen = sizeof(SMP_TIME_MARKER) - 1;
+	uint64_t id = 0;
+	size_t i;
+
+	if (len < SMP_TIME_MARKER_LEN || memcmp(text, SMP_TIME_MARKER, plen))
+		return -EBADMSG;
+	for (i = plen; i < SMP_TIME_MARKER_LEN; i++) {
+		char c = text[i];
+
+		if (c >= '0' && c <= '9')
+			id = id << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			id = id << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			return -EBADMSG;
+	}
+	/* the kernel's newline, then the end of the C string (or of the buffer) */
+	if (i < len && text[i] == '\n')
+		i++;
+	if (i < len && text[i] != '\0')
+		return -EBADMSG;
+	if (id == 0)
+		return -EBADMSG;
+	*ret_probe_id = id;
 	return 0;
 }

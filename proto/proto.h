@@ -39,7 +39,7 @@ extern "C" {
 
 #define SMP_MAGIC		0x50414d53u	/* "SMAP" */
 #define SMP_VERSION_MAJOR	1
-#define SMP_VERSION_MINOR	0
+#define SMP_VERSION_MINOR	1
 #define SMP_HDR_SIZE		32u
 #define SMP_MAX_PAYLOAD		(256u * 1024u)
 
@@ -56,8 +56,10 @@ enum smp_type {
 	SMP_LOST	= 8,
 	SMP_STATS	= 9,
 	SMP_BYE		= 10,
+	SMP_TIME_REPLY	= 11,	/* unsequenced (1.1) */
 	SMP_WELCOME	= 129,
 	SMP_ACK		= 130,
+	SMP_TIME	= 131,	/* 1.1 */
 };
 
 /* ---- CRC32C ---------------------------------------------------------------- */
@@ -193,6 +195,7 @@ int smp_msg_check_size(uint8_t type, size_t len);
 #define SMP_HELLO_FIXED		64u
 #define SMP_HELLO_STACKMAP	0x1u
 #define SMP_HELLO_PAGES_BE	0x2u
+#define SMP_HELLO_TIME		0x4u	/* the agent answers TIME (1.1) */
 
 struct smp_hello {
 	uint8_t boot_id[16];
@@ -317,6 +320,35 @@ int smp_welcome_decode(struct smp_welcome *ret, const uint8_t *buf, size_t len);
 /* -EINVAL when @acked_seq > SMP_SEQ_MAX. */
 long smp_ack_encode(uint64_t acked_seq, uint8_t *buf, size_t cap);
 int smp_ack_decode(uint64_t *ret_acked_seq, const uint8_t *buf, size_t len);
+
+/*
+ * TIME and TIME_REPLY (PROTOCOL.md section 4.11): the host's clock probe. The guest
+ * writes smp_time_marker() text into its trace_marker, so that its ring buffer stamps
+ * the probe with the guest's own trace clock, then answers with TIME_REPLY. Both are
+ * unsequenced and 16 bytes.
+ */
+#define SMP_TIME_SIZE		16u
+#define SMP_TIME_MARKER		"stackmap-time "	/* + 16 lowercase hex digits */
+#define SMP_TIME_MARKER_LEN	(sizeof(SMP_TIME_MARKER) - 1 + 16)
+
+/* -EINVAL when @probe_id is 0. */
+long smp_time_encode(uint64_t probe_id, uint8_t *buf, size_t cap);
+int smp_time_decode(uint64_t *ret_probe_id, const uint8_t *buf, size_t len);
+
+struct smp_time_reply {
+	uint64_t probe_id;
+	int32_t status;		/* 0: the marker was written; else -errno of the write */
+};
+long smp_time_reply_encode(const struct smp_time_reply *m, uint8_t *buf, size_t cap);
+int smp_time_reply_decode(struct smp_time_reply *ret, const uint8_t *buf, size_t len);
+
+/* Write the marker text for @probe_id (SMP_TIME_MARKER_LEN bytes, no terminator) into
+ * @buf. Returns its length or -ENOSPC. */
+long smp_time_marker(uint64_t probe_id, char *buf, size_t cap);
+/* The probe id of a marker text as the kernel records it (a print event's buf): the
+ * marker, an optional newline, then the end of @len or a NUL (what follows it, the
+ * ring buffer's alignment padding, is ignored). -EBADMSG otherwise. */
+int smp_time_marker_parse(const char *text, size_t len, uint64_t *ret_probe_id);
 
 /* ---- stack_id ---------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 const uint8_t smp_sample_types[] = {
 	SMP_HELLO, SMP_FORMAT, SMP_KSYMS, SMP_MODULES, SMP_PAGE, SMP_STACKS,
 	SMP_EPOCH, SMP_LOST, SMP_STATS, SMP_BYE, SMP_WELCOME, SMP_ACK,
+	SMP_TIME, SMP_TIME_REPLY,
 };
 const size_t smp_sample_nr_types = sizeof(smp_sample_types);
 
@@ -105,6 +106,13 @@ long smp_sample_payload(uint8_t type, unsigned variant, uint8_t *buf, size_t cap
 	}
 	case SMP_ACK:
 		return smp_ack_encode(variant * 1000, buf, cap);
+	case SMP_TIME:
+		return smp_time_encode(0x0123456789abcdefull + variant, buf, cap);
+	case SMP_TIME_REPLY: {
+		struct smp_time_reply t = { .probe_id = 77 + variant,
+					    .status = variant & 1 ? -EBADF : 0 };
+		return smp_time_reply_encode(&t, buf, cap);
+	}
 	}
 	return -EINVAL;
 }

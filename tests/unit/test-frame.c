@@ -184,6 +184,22 @@ static int reencode(uint8_t type, const uint8_t *p, size_t len)
 		n = smp_ack_encode(a, out, sizeof(out));
 		break;
 	}
+	case SMP_TIME: {
+		uint64_t id;
+
+		if (smp_time_decode(&id, p, len))
+			return 0;
+		n = smp_time_encode(id, out, sizeof(out));
+		break;
+	}
+	case SMP_TIME_REPLY: {
+		struct smp_time_reply m;
+
+		if (smp_time_reply_decode(&m, p, len))
+			return 0;
+		n = smp_time_reply_encode(&m, out, sizeof(out));
+		break;
+	}
 	}
 	return n == (long)len && memcmp(out, p, len) == 0;
 }

@@ -20,6 +20,7 @@ static int decode_any(uint8_t type, const uint8_t *p, size_t len)
 		struct smp_page pg;
 		struct smp_lost l;
 		struct smp_welcome w;
+		struct smp_time_reply tr;
 		uint64_t a;
 		uint32_t u;
 	} m;
@@ -34,6 +35,8 @@ static int decode_any(uint8_t type, const uint8_t *p, size_t len)
 	case SMP_BYE: return smp_bye_decode(&m.u, p, len);
 	case SMP_WELCOME: return smp_welcome_decode(&m.w, p, len);
 	case SMP_ACK: return smp_ack_decode(&m.a, p, len);
+	case SMP_TIME: return smp_time_decode(&m.a, p, len);
+	case SMP_TIME_REPLY: return smp_time_reply_decode(&m.tr, p, len);
 	case SMP_STACKS: case SMP_EPOCH: {
 		struct smp_delta_rec r;
 		size_t off = 0;
@@ -67,7 +70,7 @@ static void test_sizes(void)
 		 */
 		int exact = type == SMP_HELLO || type == SMP_EPOCH || type == SMP_LOST ||
 			    type == SMP_STATS || type == SMP_BYE || type == SMP_WELCOME ||
-			    type == SMP_ACK;
+			    type == SMP_ACK || type == SMP_TIME || type == SMP_TIME_REPLY;
 		for (long k = 0; k < n; k++) {
 			uint8_t *copy = malloc((size_t)k + 1);
 			int r;
@@ -376,8 +379,62 @@ static void test_encoders_write_everything(void)
 	is_int(smp_ack_encode(UINT64_MAX, a, 8), -EINVAL, "ACK 2^64-1 refused");
 }
 
+static void test_time(void)
+{
+	uint8_t buf[64];
+	char text[64];
+	struct smp_time_reply r;
+	uint64_t id = 0;
+	long n;
+
+	is_int(smp_time_encode(0, buf, sizeof(buf)), -EINVAL, "TIME probe id 0 cannot be encoded");
+	is_int(smp_time_encode(5, buf, 15), -ENOSPC, "TIME needs 16 bytes");
+	n = smp_time_encode(0xfedcba9876543210ull, buf, sizeof(buf));
+	is_int(smp_time_decode(&id, buf, (size_t)n), 0, "TIME decodes");
+	ok(id == 0xfedcba9876543210ull, "TIME probe id read back");
+	memset(buf, 0, 16);
+	is_int(smp_time_decode(&id, buf, 16), -EBADMSG, "TIME with probe id 0 is malformed");
+	is_int(smp_time_reply_encode(&(struct smp_time_reply){ .probe_id = 1, .status = 3 },
+				     buf, sizeof(buf)), -EINVAL,
+	       "TIME_REPLY with a positive status cannot be encoded");
+	n = smp_time_reply_encode(&(struct smp_time_reply){ .probe_id = 9, .status = -EBADF },
+				  buf, sizeof(buf));
+	is_int(smp_time_reply_decode(&r, buf, (size_t)n), 0, "TIME_REPLY decodes");
+	ok(r.probe_id == 9 && r.status == -EBADF, "TIME_REPLY fields read back");
+	buf[8] = 1;
+	buf[9] = buf[10] = buf[11] = 0;
+	is_int(smp_time_reply_decode(&r, buf, 16), -EBADMSG,
+	       "TIME_REPLY with a positive status is malformed");
+	ok(smp_type_name(SMP_TIME) && smp_type_name(SMP_TIME_REPLY), "TIME types have names");
+
+	n = smp_time_marker(0x00000000deadbeefull, text, sizeof(text));
+	is_int(n, (long)SMP_TIME_MARKER_LEN, "marker is prefix + 16 hex digits");
+	ok(!memcmp(text, "stackmap-time 00000000deadbeef", (size_t)n), "marker text");
+	is_int(smp_time_marker(1, text, SMP_TIME_MARKER_LEN - 1), -ENOSPC, "marker needs room");
+	is_int(smp_time_marker_parse(text, (size_t)n, &id), 0, "marker parses");
+	ok(id == 0xdeadbeefull, "marker id read back");
+	memcpy(text + n, "\n\0\x55\xaa", 4);
+	is_int(smp_time_marker_parse(text, (size_t)n + 4, &id), 0,
+	       "marker as the kernel records it (newline, NUL, any padding) parses");
+	text[n + 1] = 'x';
+	is_int(smp_time_marker_parse(text, (size_t)n + 4, &id), -EBADMSG,
+	       "marker with trailing text is refused");
+	text[n] = ' ';
+	is_int(smp_time_marker_parse(text, (size_t)n + 4, &id), -EBADMSG,
+	       "marker with trailing text is refused (no newline)");
+	is_int(smp_time_marker_parse(text, (size_t)n - 1, &id), -EBADMSG,
+	       "a cut marker is refused");
+	text[20] = 'G';
+	is_int(smp_time_marker_parse(text, (size_t)n, &id), -EBADMSG,
+	       "marker with a non-hex digit is refused");
+	is_int(smp_time_marker_parse("stackmap-time 0000000000000000", SMP_TIME_MARKER_LEN,
+				     &id), -EBADMSG, "marker of probe id 0 is refused");
+	is_int(smp_time_marker_parse("hello", 5, &id), -EBADMSG, "other text is refused");
+}
+
 int main(void)
 {
+	test_time();
 	test_sizes();
 	test_hello();
 	test_format();
