@@ -79,6 +79,7 @@ struct agent {
 	uint32_t nr_cpus;
 	struct page_layout pl;
 	struct delta_reader delta;
+	int marker_fd;		/* <tracefs>/trace_marker for the host's TIME probes, or -1 */
 
 	/* HELLO facts */
 	uint8_t boot_id[16];

@@ -4,9 +4,11 @@
  * metadata snapshot, pages, delta records, LOST and STATS (see agent.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "gap.h"
@@ -487,6 +489,8 @@ int agent_build_hello(struct agent *a)
 	h.max_depth = ms.present ? ms.max_depth : 0;
 	h.map_epoch = ms.has_epoch ? ms.epoch : a->map_epoch;
 	h.flags = stackmap ? SMP_HELLO_STACKMAP : 0;
+	if (a->marker_fd >= 0)
+		h.flags |= SMP_HELLO_TIME;
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	h.flags |= SMP_HELLO_PAGES_BE;
 #endif
@@ -654,6 +658,42 @@ static int read_facts(struct agent *a)
 	return 0;
 }
 
+/* The session's time callback: the probe's marker, stamped by the guest's trace clock. */
+static int write_marker(void *ctx, uint64_t probe_id)
+{
+	struct agent *a = ctx;
+	char text[SMP_TIME_MARKER_LEN];
+	long n = smp_time_marker(probe_id, text, sizeof(text));
+	ssize_t w;
+
+	if (n < 0)
+		return (int)n;
+	w = write(a->marker_fd, text, (size_t)n);
+	if (w < 0) {
+		int r = negerrno();
+
+		log_once(LOG_WARNING, "writing a time probe to trace_marker: %s (the host gets "
+			 "no time sample while this lasts)", strerror(-r));
+		return r;
+	}
+	return w == n ? 0 : -EIO;
+}
+
+/* The host's time probes need the trace marker of the instance we stream. */
+static void open_marker(struct agent *a)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/trace_marker", a->tracefs);
+	a->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (a->marker_fd < 0) {
+		log_notice("no %s (%s): the host cannot place this guest's trace clock on "
+			   "its own clocks", path, strerror(errno));
+		return;
+	}
+	sess_set_time(&a->sess, write_marker, a);
+}
+
 int agent_setup(struct agent *a)
 {
 	int r;
@@ -689,6 +729,7 @@ int agent_setup(struct agent *a)
 	r = sess_init(&a->sess, a->win);
 	if (r < 0)
 		return r;
+	open_marker(a);
 	r = rings_open(a->tracefs, a->cpus, a->nr_cpu_dirs, a->pl.page_size, &a->rings);
 	if (r < 0)
 		return r;
@@ -715,6 +756,9 @@ void agent_free(struct agent *a)
 	win_free(a->win);
 	rings_close(a->rings);
 	delta_done(&a->delta);
+	if (a->marker_fd >= 0)
+		close(a->marker_fd);
+	a->marker_fd = -1;
 	port_close(&a->port);
 	free(a->cpus);
 	free(a->formats);

@@ -547,6 +547,7 @@ int main(int argc, char **argv)
 		return r < 0 ? 2 : 0;
 	a.port.fd = -1;
 	a.delta.fd = -1;
+	a.marker_fd = -1;
 	sfd = setup_signals();
 	if (sfd < 0) {
 		log_error("signals: %s", strerror(-sfd));
@@ -565,10 +566,11 @@ int main(int argc, char **argv)
 		win_get_stats(a.win, &ws);
 		log_info("exiting: %" PRIu64 " pages, %" PRIu64 " stack records, %" PRIu64
 			 " epoch records, %" PRIu64 " frames dropped, %" PRIu64 " resent, "
-			 "%" PRIu64 " bytes in %" PRIu64 " writes, %" PRIu64 " ms of CPU",
+			 "%" PRIu64 " bytes in %" PRIu64 " writes, %" PRIu64 " ms of CPU, "
+			 "%" PRIu64 " time probes answered",
 			 a.c.pages, a.c.stacks, a.c.epochs, ws.dropped_frames,
 			 ws.resent_frames, a.sess.out.bytes, a.sess.out.writes,
-			 cpu_time_ns() / 1000000);
+			 cpu_time_ns() / 1000000, a.sess.time_probes);
 	}
 	agent_free(&a);
 	return r < 0 ? 1 : 0;

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "session.h"
+#include "util.h"
 
 int sess_init(struct session *s, struct win *w)
 {
@@ -42,6 +43,12 @@ void sess_set_hello(struct session *s, const uint8_t *frame, size_t len)
 	s->hello_len = len;
 }
 
+void sess_set_time(struct session *s, sess_time_fn fn, void *ctx)
+{
+	s->time_fn = fn;
+	s->time_ctx = ctx;
+}
+
 void sess_start(struct session *s)
 {
 	s->state = SESS_HELLO;
@@ -53,6 +60,7 @@ void sess_down(struct session *s)
 	s->bad_logged = false;
 	s->state = SESS_DOWN;
 	s->hello_queued = false;
+	s->time_reply_queued = false;
 	batch_clear(&s->out);
 	smp_decoder_reset(s->dec);
 }
@@ -127,25 +135,72 @@ static int on_ack(struct session *s, const struct smp_frame *f)
 	return 0;
 }
 
+/* Write the marker at once, then queue the reply right behind what the batch holds. */
+static void on_time(struct session *s, const struct smp_frame *f)
+{
+	struct smp_time_reply m = { 0 };
+	uint8_t payload[SMP_TIME_SIZE];
+	uint8_t frame[SESS_TIME_REPLY_MAX];
+	uint64_t sec = now_ms() / 1000;
+	long n;
+
+	if (smp_time_decode(&m.probe_id, f->payload, f->len) < 0) {
+		s->bad_input++;
+		log_once(LOG_WARNING, "host sent a malformed TIME (%" PRIu32 " bytes): "
+			 "ignored", f->len);
+		return;
+	}
+	if (sec != s->time_sec) {
+		s->time_sec = sec;
+		s->time_in_sec = 0;
+	}
+	if (s->time_in_sec >= SESS_TIME_PER_S) {
+		m.status = -EBUSY;
+		s->time_limited++;
+	} else {
+		s->time_in_sec++;
+		m.status = s->time_fn(s->time_ctx, m.probe_id);
+		if (m.status > 0)
+			m.status = 0;
+	}
+	n = smp_time_reply_encode(&m, payload, sizeof(payload));
+	if (n < 0)
+		return;	/* cannot happen: the id is not 0, the status not positive */
+	n = smp_frame_encode(frame, sizeof(frame), SMP_TIME_REPLY, 0, 0, payload, (size_t)n);
+	if (n < 0)
+		return;
+	s->time_probes++;
+	/* behind a HELLO still to go out (a restarted handshake): after it, in fill() */
+	if (!s->time_reply_queued && !s->hello_queued &&
+	    batch_add(&s->out, frame, (size_t)n) == 0)
+		return;
+	if (s->time_reply_queued)
+		s->time_replies_dropped++;
+	memcpy(s->time_reply, frame, (size_t)n);
+	s->time_reply_queued = true;
+}
+
 static int on_frame(struct session *s, const struct smp_frame *f)
 {
 	const char *name = smp_type_name(f->type);
 
-	switch (f->type) {
-	case SMP_WELCOME:
+	if (f->type == SMP_WELCOME)
 		return on_welcome(s, f);
-	case SMP_ACK:
+	if (f->type == SMP_ACK)
 		return on_ack(s, f);
-	default:
-		s->unknown++;
-		if (name)
-			log_warning("ignoring %s from the host (a guest-to-host message, "
-				    "seq %" PRIu64 ")", name, f->seq);
-		else
-			log_warning("ignoring message of unknown type %u from the host "
-				    "(%" PRIu32 " bytes)", f->type, f->len);
+	/* an agent without a trace marker never offered TIME: unknown to it */
+	if (f->type == SMP_TIME && s->time_fn && s->state != SESS_DOWN) {
+		on_time(s, f);
 		return 0;
 	}
+	s->unknown++;
+	if (name && f->type != SMP_TIME)
+		log_warning("ignoring %s from the host (a guest-to-host message, "
+			    "seq %" PRIu64 ")", name, f->seq);
+	else
+		log_warning("ignoring message of unknown type %u from the host "
+			    "(%" PRIu32 " bytes)", f->type, f->len);
+	return 0;
 }
 
 int sess_input(struct session *s, const void *buf, size_t len)
@@ -199,6 +254,11 @@ static void fill(struct session *s)
 			return;
 		s->hello_queued = false;
 	}
+	if (s->time_reply_queued) {
+		if (batch_add(&s->out, s->time_reply, SESS_TIME_REPLY_MAX) < 0)
+			return;
+		s->time_reply_queued = false;
+	}
 	if (s->state != SESS_UP)
 		return;
 	/* frames beyond a gap wait for what the host lacks to go ahead of them */
@@ -235,7 +295,7 @@ bool sess_want_write(struct session *s)
 
 	if (s->state == SESS_DOWN)
 		return false;
-	if (batch_pending(&s->out) > 0 || s->hello_queued)
+	if (batch_pending(&s->out) > 0 || s->hello_queued || s->time_reply_queued)
 		return true;
 	if (s->state != SESS_UP)
 		return false;

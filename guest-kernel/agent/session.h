@@ -10,6 +10,13 @@
  * UP (sending window frames from the resume point). It does no I/O itself: the caller
  * hands it the host's bytes (sess_input) and a writer (sess_flush), and acts on the
  * returned SESS_ACT_* bits (restart the handshake, start a fresh stream, close).
+ *
+ * The host's clock probes (TIME, PROTOCOL.md 4.11) are answered from sess_input()
+ * itself: the caller's time callback writes the trace marker, and the TIME_REPLY goes
+ * into the output batch at once, ahead of any window frame not yet taken, so that the
+ * host's round trip stays short. At most SESS_TIME_PER_S probes a second get a marker
+ * (the rest are answered -EBUSY), and a reply that finds the batch full waits in one
+ * slot (an older one waiting there is dropped: the host then expires its probe).
  */
 #ifndef SMG_SESSION_H
 #define SMG_SESSION_H
@@ -36,6 +43,11 @@ enum {
 };
 
 #define SESS_HELLO_MAX (SMP_HDR_SIZE + SMP_HELLO_FIXED + 3 * 255)
+#define SESS_TIME_PER_S 16u
+#define SESS_TIME_REPLY_MAX (SMP_HDR_SIZE + SMP_TIME_SIZE)
+
+/* Write the marker of @probe_id into the trace: 0 or -errno. */
+typedef int (*sess_time_fn)(void *ctx, uint64_t probe_id);
 /* Host-to-guest frames are tiny; this bounds the decoder's buffer. */
 #define SESS_INPUT_MAX 4096u
 
@@ -51,12 +63,21 @@ struct session {
 	uint64_t resume_seq;		/* of the last WELCOME */
 	uint64_t stall_seq;		/* sess_stall(): send nothing from here on, 0: off */
 	bool bad_logged;		/* this run of bad input was logged */
+	sess_time_fn time_fn;		/* NULL: TIME is ignored as unknown */
+	void *time_ctx;
+	uint8_t time_reply[SESS_TIME_REPLY_MAX];	/* a reply the batch had no room for */
+	bool time_reply_queued;
+	uint64_t time_sec;		/* CLOCK_MONOTONIC second of the rate limit */
+	unsigned time_in_sec;		/* markers written in it */
 
 	uint64_t welcomes;
 	uint64_t acks;
 	uint64_t bad_input;		/* garbage, bad checksums, malformed frames */
 	uint64_t unknown;		/* frames of unknown type, ignored */
 	uint64_t skipped_oversize;	/* frames above the host's max_payload */
+	uint64_t time_probes;		/* TIME frames answered */
+	uint64_t time_limited;		/* ... of which beyond SESS_TIME_PER_S (-EBUSY) */
+	uint64_t time_replies_dropped;	/* replies that never left (batch full) */
 };
 
 int sess_init(struct session *s, struct win *w);
@@ -64,6 +85,8 @@ void sess_done(struct session *s);
 
 /* The HELLO frame (sealed, seq 0) this session sends on every (re)start. */
 void sess_set_hello(struct session *s, const uint8_t *frame, size_t len);
+/* Answer TIME through @fn (see the overview); NULL: do not. */
+void sess_set_time(struct session *s, sess_time_fn fn, void *ctx);
 /* A host is there: queue HELLO and wait for WELCOME. */
 void sess_start(struct session *s);
 /* The host went away: forget the bytes in flight and the decoder's state. */

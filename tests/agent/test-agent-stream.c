@@ -192,6 +192,7 @@ static void make_tree(void)
 	put_text("tracefs/events/kmem/kfree/format", "name: kfree\nID: 301\n");
 	put_text("tracefs/set_event", "kmem:kmalloc\n");
 	put_text("tracefs/set_event_notrace_pid", "");
+	put_text("tracefs/trace_marker", "");
 	put_text("tracefs/options/stackmap", "1\n");
 	put_text("tracefs/stack_map_stat", "entries:      0 / 16384\ntable_size:   32768\n"
 		 "successes:    0\ndrops:        0\nsuccess_rate: 0%\n");
@@ -313,6 +314,9 @@ struct rx {
 	uint8_t hello_buf[1024];
 	uint64_t first_seq_of_stream;
 	uint8_t first_type_of_stream;
+	unsigned time_replies;		/* TIME_REPLY frames (unsequenced) */
+	uint64_t time_reply_id;
+	int32_t time_reply_status;
 };
 
 static void rx_send(struct rx *r, uint8_t type, const void *payload, size_t len)
@@ -537,8 +541,20 @@ static void on_hello(struct rx *r, const struct smp_frame *f)
 
 static void rx_frame(struct rx *r, const struct smp_frame *f)
 {
+	struct smp_time_reply tr;
+
 	if (f->type == SMP_HELLO) {
 		on_hello(r, f);
+		return;
+	}
+	if (f->type == SMP_TIME_REPLY && f->seq == 0) {
+		if (smp_time_reply_decode(&tr, f->payload, f->len) < 0) {
+			r->malformed++;
+			return;
+		}
+		r->time_replies++;
+		r->time_reply_id = tr.probe_id;
+		r->time_reply_status = tr.status;
 		return;
 	}
 	if (smp_msg_check_size(f->type, f->len) == -EBADMSG) {
@@ -917,6 +933,11 @@ static void scenario_end(void)
 	smp_decoder_free(rx.dec);
 }
 
+static bool got_time_reply(struct rx *r)
+{
+	return r->time_replies > 0;
+}
+
 static void scenario_main(void)
 {
 	unsigned dup, stacks_before;
@@ -966,6 +987,29 @@ static void scenario_main(void)
 	ok(rx.modules_seen && rx.modules_last_gen == 0, "MODULES generation 0");
 	ok(rx.first_seq_of_stream == 1 && rx.first_type_of_stream == SMP_FORMAT,
 	   "the stream starts at seq 1 with FORMAT");
+
+	/* 2b. a clock probe: the marker into trace_marker, then the reply */
+	ok(rx.hello.flags & SMP_HELLO_TIME, "HELLO offers TIME (trace_marker is there)");
+	{
+		uint8_t p[SMP_TIME_SIZE];
+		char path[600], text[128] = { 0 };
+		FILE *f;
+
+		smp_time_encode(0xabc0000000000def, p, sizeof(p));
+		rx_send(&rx, SMP_TIME, p, sizeof(p));
+		ok(rx_pump(&rx, TIMEOUT_MS, got_time_reply), "TIME is answered");
+		ok(rx.time_reply_id == 0xabc0000000000def && rx.time_reply_status == 0,
+		   "TIME_REPLY: the probe's id, marker written");
+		snprintf(path, sizeof(path), "%s/tracefs/trace_marker", root);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(text, sizeof(text), f))
+				text[0] = 0;
+			fclose(f);
+		}
+		ok(!strcmp(text, "stackmap-time abc0000000000def"),
+		   "the marker in trace_marker: '%s'", text);
+	}
 
 	/* 3. a newly enabled event and a module load */
 	put_text("tracefs/set_event", "kmem:kmalloc\nkmem:kfree\n");

@@ -396,8 +396,111 @@ static void test_host_max_payload(void)
 	free(p.buf);
 }
 
+/* The time callback: records the ids it wrote markers for. */
+struct markers {
+	uint64_t ids[64];
+	unsigned n;
+	int ret;
+};
+
+static int fake_marker(void *ctx, uint64_t id)
+{
+	struct markers *m = ctx;
+
+	if (m->n < 64)
+		m->ids[m->n++] = id;
+	return m->ret;
+}
+
+static int probe(struct session *s, uint64_t id)
+{
+	uint8_t p[SMP_TIME_SIZE];
+
+	smp_time_encode(id, p, sizeof(p));
+	return host_says(s, SMP_TIME, p, sizeof(p));
+}
+
+/* The TIME_REPLY frames the port got, in order (id, status). */
+static unsigned replies(const struct fake_port *p, uint64_t *ids, int32_t *st, unsigned max)
+{
+	struct smp_decoder *d = smp_decoder_new(0);
+	size_t off = 0;
+	unsigned n = 0;
+
+	while (off < p->len) {
+		struct smp_frame f;
+		struct smp_time_reply r;
+
+		off += smp_decoder_feed(d, p->buf + off, p->len - off);
+		while (smp_decoder_next(d, &f, NULL) == 1)
+			if (f.type == SMP_TIME_REPLY && f.seq == 0 &&
+			    !smp_time_reply_decode(&r, f.payload, f.len) && n < max) {
+				ids[n] = r.probe_id;
+				st[n++] = r.status;
+			}
+	}
+	smp_decoder_free(d);
+	return n;
+}
+
+static void test_time(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct markers mk = { 0 };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+	uint64_t ids[64];
+	int32_t st[64];
+	unsigned n;
+
+	win_new(1u << 20, 64, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	sess_start(&s);
+	is_int(probe(&s, 5), 0, "TIME without a time callback: ignored");
+	sess_set_time(&s, fake_marker, &mk);
+	is_int(welcome(&s, 1), SESS_ACT_WELCOME, "WELCOME");
+	fill_window(w, 2, 100);
+	is_int(probe(&s, 0x1234), 0, "TIME: answered from sess_input, no action");
+	ok(mk.n == 1 && mk.ids[0] == 0x1234, "the marker was written for its id");
+	ok(sess_want_write(&s), "the reply waits to be written");
+	sess_flush(&s, fake_write, &p);
+	decode_all(&p, &seen);
+	ok(seen.n >= 2 && seen.types[0] == SMP_HELLO && seen.types[1] == SMP_TIME_REPLY &&
+	   seen.seqs[1] == 0, "HELLO, then the unsequenced TIME_REPLY ahead of the window's frames");
+	n = replies(&p, ids, st, 64);
+	ok(n == 1 && ids[0] == 0x1234 && st[0] == 0, "TIME_REPLY carries the id, status 0");
+	mk.ret = -9;
+	probe(&s, 0x99);
+	sess_flush(&s, fake_write, &p);
+	n = replies(&p, ids, st, 64);
+	ok(n == 2 && ids[1] == 0x99 && st[1] == -9, "a failed marker write is reported");
+	mk.ret = 0;
+	is_int(host_says(&s, SMP_TIME, "short", 5), 0, "a malformed TIME: ignored");
+	ok(mk.n == 2, "... and no marker written for it");
+	/* the rate limit: at most SESS_TIME_PER_S markers a second, the rest -EBUSY */
+	for (uint64_t i = 0; i < 3 * SESS_TIME_PER_S; i++)
+		probe(&s, 1000 + i);
+	sess_flush(&s, fake_write, &p);
+	n = replies(&p, ids, st, 64);
+	ok(n == 2 + 3 * SESS_TIME_PER_S, "every probe answered (%u)", n);
+	ok(mk.n <= 2 + 2 * SESS_TIME_PER_S && s.time_limited >= SESS_TIME_PER_S,
+	   "no more than %u markers a second (%u written, %llu limited)", SESS_TIME_PER_S,
+	   mk.n, (unsigned long long)s.time_limited);
+	ok(st[n - 1] == -EBUSY, "the ones beyond it are answered -EBUSY");
+	sess_down(&s);
+	mk.n = 0;
+	is_int(probe(&s, 77), 0, "TIME while down: ignored");
+	ok(mk.n == 0, "... no marker");
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
 int main(void)
 {
+	test_time();
 	test_handshake_and_batching();
 	test_disconnect_resend();
 	test_gap_while_connected();
