@@ -11,7 +11,8 @@
 
 void ha_config_init(HaConfig *c)
 {
-	*c = (HaConfig){ .quota_mb = -1, .max_malformed = -1, .batch_mb = -1 };
+	*c = (HaConfig){ .quota_mb = -1, .max_malformed = -1, .batch_mb = -1,
+			 .time_probe_ms = -1 };
 }
 
 void ha_config_clear(HaConfig *c)
@@ -59,7 +60,7 @@ static bool int_key(GKeyFile *kf, const char *key, gint64 *field, GError **error
 bool ha_config_load_file(HaConfig *c, GError **error)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
-	gint64 mm = c->max_malformed, bm = c->batch_mb;
+	gint64 mm = c->max_malformed, bm = c->batch_mb, tp = c->time_probe_ms;
 
 	if (!c->config)
 		return true;
@@ -71,12 +72,14 @@ bool ha_config_load_file(HaConfig *c, GError **error)
 	    !str_key(kf, "domain-name", &c->domain, error) ||
 	    !int_key(kf, "quota-mb", &c->quota_mb, error) ||
 	    !int_key(kf, "max-malformed", &mm, error) ||
-	    !int_key(kf, "batch-mb", &bm, error)) {
+	    !int_key(kf, "batch-mb", &bm, error) ||
+	    !int_key(kf, "time-probe-ms", &tp, error)) {
 		g_prefix_error(error, "%s: ", c->config);
 		return false;
 	}
 	c->max_malformed = (gint)CLAMP(mm, -1, G_MAXINT);
 	c->batch_mb = (gint)CLAMP(bm, -1, 1024);
+	c->time_probe_ms = (gint)CLAMP(tp, -1, 3600000);
 	return true;
 }
 
@@ -112,4 +115,6 @@ void ha_config_limits(const HaConfig *c, HaLimits *ret)
 		ret->max_malformed = (guint32)c->max_malformed;
 	if (c->batch_mb > 0)
 		ret->batch_bytes = (guint32)c->batch_mb << 20;
+	if (c->time_probe_ms >= 0)
+		ret->time_probe_ms = (guint32)MAX(c->time_probe_ms, c->time_probe_ms ? 10 : 0);
 }

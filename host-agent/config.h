@@ -4,7 +4,7 @@
  *
  * The config file is a GKeyFile with one group, [host-agent], whose keys are the long
  * option names (socket, listen, state-dir, domain-name, quota-mb, max-malformed,
- * batch-mb). A command-line option overrides the file.
+ * batch-mb, time-probe-ms). A command-line option overrides the file.
  */
 #ifndef HA_CONFIG_H
 #define HA_CONFIG_H
@@ -23,6 +23,7 @@ typedef struct {
 	gint64 quota_mb;	/* -1: unset */
 	gint max_malformed;	/* -1: unset */
 	gint batch_mb;		/* -1: unset */
+	gint time_probe_ms;	/* -1: unset; 0: no clock probes */
 } HaConfig;
 
 void ha_config_init(HaConfig *c);

@@ -42,6 +42,7 @@
 #include <zstd.h>
 
 #include "chunk.h"
+#include "clocksync.h"
 #include "proto.h"
 #include "printfmt.h"
 #include "report.h"
@@ -131,6 +132,7 @@ typedef struct {
 	int version;		/* 6 or 7 */
 	GString *strings;	/* v7: the STRINGS section (section descriptions) */
 	GByteArray *opts;	/* v7: the options, written after the data */
+	GByteArray *host_opts;	/* TRACEID and TIME_SHIFT (id, size, data each), or empty */
 } Out;
 
 static void out_put(Out *o, const void *p, size_t n)
@@ -213,6 +215,7 @@ static void out_align(Out *o, uint32_t align)
 
 enum {
 	OPT_DONE = 0, OPT_BUFFER = 3, OPT_TRACECLOCK = 4, OPT_UNAME = 5, OPT_CPUCOUNT = 8,
+	OPT_TRACEID = 11, OPT_TIME_SHIFT = 12,
 	OPT_STRINGS = 15, OPT_HEADER_INFO = 16, OPT_FTRACE_EVENTS = 17, OPT_EVENT_FORMATS = 18,
 	OPT_KALLSYMS = 19, OPT_PRINTK = 20, OPT_CMDLINES = 21,
 };
@@ -458,6 +461,7 @@ typedef struct {
 	GHashTable *epochs;	/* tag -> GArray of Epoch, oldest first */
 	GHashTable *stacks;	/* epoch << 32 | id -> GBytes of LE u64 ips, or NULL: none */
 	int kstack_id;		/* ftrace/kernel_stack's event id, -1 when unknown */
+	HaMarkerFormat marker;	/* the clock probes' marker events: left out */
 	uint32_t ks_size_off;	/* its `size` and `caller` fields */
 	uint32_t ks_caller_off;
 	uint8_t *ev;		/* the kernel_stack event being built (a page) */
@@ -579,8 +583,12 @@ static bool in_range(const HaExportOpts *o, uint64_t ts)
 static void on_event(const HaEvent *ev, void *user)
 {
 	Exporter *x = user;
+	uint64_t probe;
 	bool keep;
 
+	if (ev->kind == HA_EV_OTHER &&
+	    ha_marker_event_id(&x->marker, ev->type, ev->data, ev->size, &probe))
+		return;
 	if (x->first_of_page) {
 		long m = ha_tep_missed(x->tep);
 
@@ -830,6 +838,7 @@ static void write_header(Out *out, GArray *fs, GBytes *ksyms, uint32_t psize,
 		opt_add(out, OPT_TRACECLOCK, clk, (uint32_t)strlen(clk) + 1);
 		opt_add(out, OPT_UNAME, uname, (uint32_t)strlen(uname) + 1);
 		opt_add(out, OPT_CPUCOUNT, &n, 4);
+		g_byte_array_append(out->opts, out->host_opts->data, out->host_opts->len);
 		return;
 	}
 	out_u32(out, slots);
@@ -840,6 +849,7 @@ static void write_header(Out *out, GArray *fs, GBytes *ksyms, uint32_t psize,
 	out_u16(out, OPT_UNAME);
 	out_u32(out, (uint32_t)strlen(uname) + 1);
 	out_str0(out, uname);
+	out_put(out, out->host_opts->data, out->host_opts->len);
 	out_u16(out, OPT_DONE);
 	out_put(out, "flyrecord", 10);
 }
@@ -980,6 +990,101 @@ static bool write_cpu(Exporter *x, uint32_t cpu, Progress *pr, uint64_t *done,
 	return true;
 }
 
+static void le_append(GByteArray *b, uint64_t v, guint size)
+{
+	uint8_t p[8];
+
+	for (guint i = 0; i < size; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	g_byte_array_append(b, p, size);
+}
+
+/*
+ * The TRACEID and TIME_SHIFT options (trace-cmd's trace-input.c reads them; v6 and v7
+ * alike) for boot @boot to host clock @clock_name, each as u16 id, u32 size, data.
+ * TIME_SHIFT: u64 peer trace id, u32 flags, u32 CPU count, then per CPU: u32 count,
+ * count u64 times, count s64 offsets, count u64 scaling ratios; then per CPU count u64
+ * scaling fraction bits.
+ */
+static bool time_shift(HaStore *s, int64_t boot, const char *clock_name, uint32_t nr_cpus,
+		       GByteArray *opts, HaExportStats *st, GError **error)
+{
+	g_autoptr(HaClockMap) m = NULL;
+	g_autoptr(GByteArray) ts = g_byte_array_new();
+	g_autoptr(GByteArray) one = g_byte_array_new();
+	g_autofree char *uuid = NULL;
+	HaHostClock clock;
+	uint64_t trace_id = 0;
+	sqlite3_stmt *q;
+	guint n;
+
+	if (!ha_host_clock_parse(clock_name, &clock)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "--host-time %s: not realtime, mono, boot or tai", clock_name);
+		return false;
+	}
+	m = ha_clockmap_load(s, boot, error);
+	if (!m)
+		return false;
+	n = ha_clockmap_points(m);
+	if (!n) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+			    "boot %" PRId64 " has no host time: its guest agent never answered a"
+			    " clock probe", boot);
+		return false;
+	}
+	q = ha_store_stmt(s, "SELECT boot_uuid FROM boots WHERE id = ?", error);
+	if (!q)
+		return false;
+	sqlite3_bind_int64(q, 1, boot);
+	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_bytes(q, 0) >= 8)
+		memcpy(&trace_id, sqlite3_column_blob(q, 0), 8);
+	sqlite3_reset(q);
+	/* one CPU's samples: the same for every CPU (one clock for the guest) */
+	le_append(one, n, 4);
+	st->time_shift_unc_min = UINT64_MAX;
+	for (guint i = 0; i < n; i++) {
+		uint64_t g, u;
+		int64_t off;
+
+		ha_clockmap_point(m, i, &g, &off, &u);
+		le_append(one, g, 8);
+		st->time_shift_unc_min = MIN(st->time_shift_unc_min, u);
+		st->time_shift_unc_max = MAX(st->time_shift_unc_max, u);
+	}
+	for (guint i = 0; i < n; i++) {
+		uint64_t g, u;
+		int64_t off, host;
+
+		ha_clockmap_point(m, i, &g, &off, &u);
+		ha_clockmap_to_host(m, g, clock, &host, &u);
+		le_append(one, (uint64_t)(host - (int64_t)g), 8);
+	}
+	for (guint i = 0; i < n; i++)
+		le_append(one, 1, 8);
+	le_append(ts, 0, 8);		/* the host's trace id: not known to us */
+	le_append(ts, 1, 4);		/* TRACECMD_TSYNC_FLAG_INTERPOLATE */
+	le_append(ts, nr_cpus, 4);
+	for (uint32_t c = 0; c < nr_cpus; c++)
+		g_byte_array_append(ts, one->data, one->len);
+	for (uint32_t c = 0; c < nr_cpus; c++)
+		for (guint i = 0; i < n; i++)
+			le_append(ts, 0, 8);	/* fraction bits */
+	if (ts->len > 64u << 20) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+			    "TIME_SHIFT of %u samples x %u CPUs is too large", n, nr_cpus);
+		return false;
+	}
+	le_append(opts, OPT_TRACEID, 2);
+	le_append(opts, 8, 4);
+	le_append(opts, trace_id, 8);
+	le_append(opts, OPT_TIME_SHIFT, 2);
+	le_append(opts, ts->len, 4);
+	g_byte_array_append(opts, ts->data, ts->len);
+	st->time_shift_points = n;
+	return true;
+}
+
 bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_stats,
 			GError **error)
 {
@@ -996,10 +1101,12 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	g_autofree uint8_t *pagebuf = NULL, *evbuf = NULL;
 	HaExportStats stats = { 0 };
 	Exporter x = { .store = s, .o = o, .stats = &stats, .epochs = epochs,
-		       .stacks = stacks, .kstack_id = -1 };
+		       .stacks = stacks, .kstack_id = -1, .marker = { .type = -1 } };
 	g_autoptr(GString) strings = g_string_new(NULL);
 	g_autoptr(GByteArray) opts = g_byte_array_new();
-	Out out = { .version = o->version >= 7 ? 7 : 6, .strings = strings, .opts = opts };
+	g_autoptr(GByteArray) host_opts = g_byte_array_new();
+	Out out = { .version = o->version >= 7 ? 7 : 6, .strings = strings, .opts = opts,
+		    .host_opts = host_opts };
 	Zout z = { 0 };
 	Progress pr = { .start = g_get_monotonic_time(), .on = o->progress && isatty(2) };
 	uint32_t psize = 0, flags = 0, nr_cpus = 0, hp_off, hp_size, slots;
@@ -1079,9 +1186,20 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	if (x.kstack_id < 0)
 		g_printerr("host-agent export: boot %" PRId64 " has no usable ftrace/kernel_stack"
 			   " format: stack_id events are kept as they are\n", x.boot);
+	f = find_format(fs, "ftrace/print");
+	if (f) {
+		gsize n;
+		const char *t = g_bytes_get_data(f->text, &n);
+
+		if (!ha_marker_format_parse(t, n, &x.marker))
+			x.marker.type = -1;
+	}
 	if (!load_epochs(&x, error))
 		goto done;
 	ksyms = load_kallsyms(&x);
+	if (o->host_time && !time_shift(s, x.boot, o->host_time, nr_cpus, host_opts, &stats,
+					error))
+		goto done;
 
 	/* CPU slots: up to the highest CPU selected, the others empty */
 	slots = nr_cpus;

@@ -22,6 +22,15 @@
  * (RB_MISSED_EVENTS, with the count when the guest stored one) flag the first page
  * written after them, where trace-cmd prints "CPU:N [COUNT EVENTS DROPPED]".
  *
+ * With a host clock (HaExportOpts.host_time) the file also carries trace-cmd's
+ * TRACEID (from the boot_id) and TIME_SHIFT options: for every CPU the boot's clock
+ * samples (clocksync.h) as (guest time, host - guest) pairs, interpolated
+ * (TRACECMD_TSYNC_FLAG_INTERPOLATE), scaling 1. trace-cmd applies them to every event
+ * of the file when it reads it, so its timestamps are then host time on that clock,
+ * and `trace-cmd report -i host.dat -i guest.dat` merges it with a host recording made
+ * with the same clock (trace-cmd record -C mono, ...). The clock probes' marker events
+ * are left out of the file, as out of every report.
+ *
  * Memory stays bounded by one chunk of one CPU, one page and the stacks cache (one
  * entry per distinct stack_id used), whatever the size of the boot: the CPUs are
  * written one after the other and the CPU offset table is filled in at the end.
@@ -48,6 +57,8 @@ typedef struct {
 	int version;		/* 7 (sections, zstd-compressed pages) or 6 (plain) */
 	HaDwarf *dwarf;		/* the boot's vmlinux (borrowed) or NULL: the enum
 				 * values the format files leave as names */
+	const char *host_time;	/* NULL, or a host clock (clocksync.h: realtime, mono,
+				 * boot, tai): TRACEID and TIME_SHIFT options to it */
 } HaExportOpts;
 
 typedef struct {
@@ -62,6 +73,9 @@ typedef struct {
 	uint64_t raw_page_bytes; /* the pages before compression (v7) */
 	uint64_t store_bytes;	/* compressed chunk bytes read from the store */
 	uint32_t nr_cpus;	/* CPU slots in the file */
+	uint32_t time_shift_points;	/* samples in TIME_SHIFT (0: none written) */
+	uint64_t time_shift_unc_min;	/* their uncertainty, ns */
+	uint64_t time_shift_unc_max;
 } HaExportStats;
 
 /*

@@ -55,6 +55,12 @@ struct _HaConn {
 	bool bye;
 	bool failed;		/* a batch was rolled back: no more commits or ACKs */
 	bool warned_unparsed;
+	/* clock probes: offered in HELLO, the marker events' format, the time of the
+	 * read that completed the frame being decoded */
+	bool time_ok;
+	HaClockProbe *clk;
+	HaMarkerFormat marker;
+	HaHostTime rx_time;
 
 	HaTep *tep;
 	HaPair *pair;
@@ -97,6 +103,7 @@ void ha_limits_default(HaLimits *l)
 		.batch_bytes = 4u << 20,	/* a quarter of the guest agent's window */
 		.batch_frames = 16384,
 		.zstd_level = 3,
+		.time_probe_ms = HA_CLOCK_PROBE_MS,
 	};
 }
 
@@ -126,6 +133,8 @@ HaConn *ha_conn_new(HaStore *store, const HaLimits *limits, const char *domain,
 	c->out = g_byte_array_new();
 	c->out_lens = g_array_new(FALSE, FALSE, sizeof(guint));
 	c->z = ha_chunkz_new(limits->zstd_level);
+	c->clk = ha_clock_probe_new(limits->time_probe_ms);
+	c->marker.type = -1;
 	return c;
 }
 
@@ -145,6 +154,7 @@ void ha_conn_free(HaConn *c)
 	g_free(c->by_cpu);
 	g_free(c->pages);
 	ha_chunkz_free(c->z);
+	ha_clock_probe_free(c->clk);
 	g_hash_table_destroy(c->fullstacks);
 	g_byte_array_unref(c->out);
 	g_array_unref(c->out_lens);
@@ -171,6 +181,11 @@ const HaConnStats *ha_conn_stats(const HaConn *c)
 	return &c->st;
 }
 
+const HaClockProbeStats *ha_conn_clock_stats(const HaConn *c)
+{
+	return ha_clock_probe_stats(c->clk);
+}
+
 size_t ha_conn_space(HaConn *c, uint8_t **ret_space)
 {
 	return smp_decoder_space(c->dec, ret_space);
@@ -178,6 +193,9 @@ size_t ha_conn_space(HaConn *c, uint8_t **ret_space)
 
 void ha_conn_commit(HaConn *c, size_t n)
 {
+	/* the upper bound of a probe that this read completes (clocksync.h) */
+	if (c->time_ok)
+		ha_host_time_now(&c->rx_time);
 	smp_decoder_commit(c->dec, n);
 }
 
@@ -470,6 +488,17 @@ static void on_event(const HaEvent *ev, void *user)
 	w->b->events++;
 	w->b->ts_min = MIN(w->b->ts_min, ev->ts);
 	w->b->ts_max = MAX(w->b->ts_max, ev->ts);
+	/* a clock probe's marker is ours, not a traced event: never paired nor counted */
+	if (ev->kind == HA_EV_OTHER) {
+		uint64_t id;
+
+		if (ha_marker_event_id(&w->c->marker, ev->type, ev->data, ev->size, &id)) {
+			if (ha_clock_probe_marker(w->c->clk, id, ev->ts, w->cpu) &&
+			    !w->c->pending_since)
+				w->c->pending_since = g_get_monotonic_time();
+			return;
+		}
+	}
 	ha_pair_feed(w->c->pair, w->cpu, ev, NULL);
 }
 
@@ -609,6 +638,32 @@ static bool db_bytes(HaConn *c, uint64_t *ret_used, GError **error)
 	return true;
 }
 
+/* The probes answered since the last commit, into clock_samples. */
+static bool write_clock_samples(HaConn *c, GError **error)
+{
+	guint n;
+	const HaClockSample *cs = ha_clock_probe_samples(c->clk, &n);
+
+	for (guint i = 0; i < n; i++) {
+		sqlite3_stmt *st = STMT(c, "INSERT OR REPLACE INTO clock_samples(boot, guest_ts,"
+					" cpu, mono_lo, mono_hi, real_lo, real_hi, boot_off,"
+					" tai_off) VALUES(?,?,?,?,?,?,?,?,?)", error);
+
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, (int64_t)cs[i].guest_ts);
+		sqlite3_bind_int64(st, 3, cs[i].cpu);
+		sqlite3_bind_int64(st, 4, cs[i].mono_lo);
+		sqlite3_bind_int64(st, 5, cs[i].mono_hi);
+		sqlite3_bind_int64(st, 6, cs[i].real_lo);
+		sqlite3_bind_int64(st, 7, cs[i].real_hi);
+		sqlite3_bind_int64(st, 8, cs[i].boot_off);
+		sqlite3_bind_int64(st, 9, cs[i].tai_off);
+		if (!step_done(c, st, error, "insert clock sample"))
+			return false;
+	}
+	return true;
+}
+
 bool ha_conn_flush(HaConn *c, GError **error)
 {
 	GHashTableIter it;
@@ -624,8 +679,16 @@ bool ha_conn_flush(HaConn *c, GError **error)
 		return false;
 	}
 	if (!ha_store_in_txn(c->store)) {
-		queue_ack(c);
-		return true;
+		guint n;
+
+		ha_clock_probe_samples(c->clk, &n);
+		if (!n) {
+			queue_ack(c);
+			return true;
+		}
+		/* clock samples completed by a TIME_REPLY alone */
+		if (!ha_store_begin(c->store, error))
+			return false;
 	}
 	/* Any failure below rolls the batch back; its frames were not acknowledged and
 	 * the guest resends them on its next connection. */
@@ -663,6 +726,8 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	sqlite3_bind_int64(st, 3, c->boot);
 	if (!step_done(c, st, error, "update boot"))
 		return false;
+	if (!write_clock_samples(c, error))
+		return false;
 	if (c->lim.quota_bytes && !db_bytes(c, &used, error))
 		return false;
 	if (c->lim.quota_bytes && used > c->lim.quota_bytes) {
@@ -683,6 +748,7 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
 	c->d_missed = c->d_missed_uncounted = 0;
 	batches_reset(c);
+	ha_clock_probe_samples_done(c->clk);
 	c->batch_bytes = 0;
 	c->batch_frames = 0;
 	queue_ack(c);
@@ -717,6 +783,9 @@ static bool load_boot_state(HaConn *c, const void *pairs, size_t pairs_len, GErr
 				       (size_t)sqlite3_column_bytes(st, 1), &e))
 			g_warning("%s: boot %s: stored format: %s", c->domain, c->boot_str,
 				  e->message);
+		else if (!g_strcmp0(name, "ftrace/print"))
+			ha_marker_format_parse(sqlite3_column_blob(st, 1),
+					       (size_t)sqlite3_column_bytes(st, 1), &c->marker);
 	}
 	if (rc != SQLITE_DONE) {
 		ha_store_set_error(c->store, error, "read stored formats");
@@ -864,6 +933,21 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 	return load_boot_state(c, pairs, pairs_len, error);
 }
 
+/* What the session's clock probes gave, once at its end. */
+static void log_clock(HaConn *c)
+{
+	const HaClockProbeStats *k = ha_clock_probe_stats(c->clk);
+
+	if (!k->sent)
+		return;
+	g_message("%s: boot %s stream %016" PRIx64 ": %" PRIu64 " clock probes, %" PRIu64
+		  " samples (best round trip %.1f us), %" PRIu64 " failed in the guest, %"
+		  PRIu64 " unanswered, %" PRIu64 " unmatched", c->domain, c->boot_str,
+		  c->stream_id, k->sent, k->samples,
+		  k->best_rtt_ns < 0 ? 0.0 : (double)k->best_rtt_ns / 1000.0, k->failed,
+		  k->expired, k->unmatched);
+}
+
 static void mark_disconnected(HaConn *c)
 {
 	sqlite3_stmt *st = ha_store_stmt(c->store, "UPDATE boots SET ended = 'disconnected',"
@@ -889,6 +973,7 @@ static bool end_session(HaConn *c, GError **error)
 	compact_finish(c);
 	if (!c->bye)
 		mark_disconnected(c);
+	log_clock(c);
 	g_clear_pointer(&c->tep, ha_tep_free);
 	g_clear_pointer(&c->pair, ha_pair_free);
 	batches_drop(c);
@@ -899,6 +984,9 @@ static bool end_session(HaConn *c, GError **error)
 	c->cur_epoch = -1;
 	c->warned_unparsed = false;
 	c->orphans_saved = 0;
+	c->time_ok = false;
+	c->marker.type = -1;
+	ha_clock_probe_reset(c->clk);
 	return true;
 }
 
@@ -954,6 +1042,7 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 	c->page_size = h.page_size;
 	c->map_bits = h.map_bits;
 	c->big_endian = h.flags & SMP_HELLO_PAGES_BE;
+	c->time_ok = h.flags & SMP_HELLO_TIME;
 	g_free(c->by_cpu);
 	c->by_cpu = g_new0(CpuBatch *, c->nr_cpus);	/* nr_cpus <= SMP_MAX_CPUS */
 	if (!open_stream(c, &h, error))
@@ -1013,6 +1102,8 @@ static bool on_format(HaConn *c, const struct smp_frame *f, GError **error)
 					  m.text, m.text_len, error);
 		return true;
 	}
+	if (!strcmp(name, "ftrace/print"))
+		ha_marker_format_parse(m.text, m.text_len, &c->marker);
 	return store_text(c, "format", name, 0, 0, 0, false, f->seq, m.text, m.text_len,
 			  error);
 }
@@ -1307,6 +1398,27 @@ static bool apply(HaConn *c, const struct smp_frame *f, GError **error)
 	}
 }
 
+/* Unsequenced: it completes a probe at the time its read returned (c->rx_time). */
+static bool on_time_reply(HaConn *c, const struct smp_frame *f)
+{
+	struct smp_time_reply m;
+	int r = smp_time_reply_decode(&m, f->payload, f->len);
+
+	if (r < 0) {
+		malformed(c, f, "%s", smp_strerror(r));
+		return true;
+	}
+	if (!c->time_ok) {
+		malformed(c, f, "TIME_REPLY from a guest that did not offer TIME");
+		return true;
+	}
+	/* an id we hold no probe for (expired, another connection's, made up): ignored */
+	if (ha_clock_probe_reply(c->clk, m.probe_id, m.status, &c->rx_time) &&
+	    !c->pending_since)
+		c->pending_since = g_get_monotonic_time();
+	return true;
+}
+
 static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 {
 	c->st.frames++;
@@ -1318,7 +1430,10 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			    smp_type_name(f->type) : "unknown");
 		return false;
 	}
-	if (f->type == SMP_WELCOME || f->type == SMP_ACK || f->seq == 0) {
+	if (f->type == SMP_TIME_REPLY && f->seq == 0)
+		return on_time_reply(c, f);
+	if (f->type == SMP_WELCOME || f->type == SMP_ACK || f->type == SMP_TIME ||
+	    f->seq == 0) {
 		if (f->type >= 128 && f->seq == 0 && !smp_type_name(f->type))
 			return true;	/* unknown unsequenced host-bound type: ignored */
 		malformed(c, f, "%s", f->seq == 0 ? "sequenced type with seq 0" :
@@ -1375,6 +1490,20 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 	    c->batch_bytes >= c->lim.batch_bytes)
 		return ha_conn_flush(c, error);
 	return true;
+}
+
+bool ha_conn_time_probe(HaConn *c)
+{
+	uint8_t p[SMP_TIME_SIZE] = { 0 };
+	HaHostTime t1;
+	uint64_t id;
+
+	if (!c->hello || !c->time_ok || c->failed)
+		return false;
+	ha_host_time_now(&t1);
+	if (!ha_clock_probe_next(c->clk, g_get_monotonic_time(), &t1, &id))
+		return false;
+	return queue_frame(c, SMP_TIME, p, smp_time_encode(id, p, sizeof(p)));
 }
 
 HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *ctx,
@@ -1472,6 +1601,7 @@ void ha_conn_close(HaConn *c)
 	ha_store_rollback(c->store);
 	if (!c->failed)
 		compact_finish(c);
+	log_clock(c);
 	if (c->bye && !c->failed)
 		return;
 	mark_disconnected(c);

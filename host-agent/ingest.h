@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clocksync.h"
 #include "store.h"
 
 /* The disk quota of a domain's store unless configured (--quota-mb; 0: none). */
@@ -47,6 +48,7 @@ typedef struct {
 	uint32_t batch_bytes;	/* flush a batch at this many payload bytes */
 	uint32_t batch_frames;	/* ... or this many frames */
 	int zstd_level;
+	uint32_t time_probe_ms;	/* clock probes (clocksync.h) this often, 0: none */
 } HaLimits;
 
 void ha_limits_default(HaLimits *l);
@@ -98,6 +100,14 @@ bool ha_conn_flush(HaConn *c, GError **error);
 #define HA_COMMIT_DELAY_US	(5 * 1000)
 guint ha_conn_commit_due_ms(const HaConn *c);
 
+/*
+ * Clock probes (clocksync.h): a source calls this every HaLimits.time_probe_ms (a
+ * timer of its own) and writes the output when it returns true (a TIME is queued).
+ * Only a guest whose HELLO offered TIME is probed; its replies and marker events are
+ * matched inside ha_conn_process(), and the samples are stored with the next batch.
+ */
+bool ha_conn_time_probe(HaConn *c);
+
 /* Bytes waiting to be written to the guest (owned by @c), and how many were written. */
 const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len);
 void ha_conn_output_done(HaConn *c, size_t n);
@@ -118,5 +128,7 @@ typedef struct {
 	uint64_t acked;
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
+/* The clock probes of this connection (clocksync.h). */
+const HaClockProbeStats *ha_conn_clock_stats(const HaConn *c);
 
 #endif /* HA_INGEST_H */

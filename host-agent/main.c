@@ -28,6 +28,7 @@
 #include "qmp.h"
 #include "report.h"
 #include "source.h"
+#include "proto.h"
 #include "store.h"
 
 #ifndef HA_VERSION
@@ -338,6 +339,9 @@ static int run_attach(const HaWatch *w, bool attach)
 #endif
 }
 
+/* --host-time CLOCK (report events, export): host time from the clock samples. */
+static char *opt_host_time;
+
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
 		      int limit, const char *vmlinux, double since, double until,
 		      const char *format, const char *event)
@@ -357,6 +361,7 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 		.until_ns = until >= 0 ? (int64_t)llround(until * 1e9) : -1,
 		.format = format,
 		.event = event,
+		.host_time = opt_host_time,
 	};
 
 	if (format && strcmp(format, "text") && strcmp(format, "perf-script")) {
@@ -402,6 +407,7 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		.progress = true,
 		.stack_ids = stack_ids,
 		.version = dat_version,
+		.host_time = opt_host_time,
 	};
 	gint64 t0 = g_get_monotonic_time();
 	double secs;
@@ -409,7 +415,7 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 	if (argc < 1 || strcmp(argv[0], "trace.dat") || !output) {
 		g_printerr("host-agent export: usage: export trace.dat -o FILE [--boot B]"
 			   " [--since S] [--until S] [--cpus LIST] [--dat-version 7|6]"
-			   " [--vmlinux FILE]\n");
+			   " [--vmlinux FILE] [--host-time CLOCK]\n");
 		return 2;
 	}
 	if (dat_version != 6 && dat_version != 7) {
@@ -438,6 +444,11 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		   " kept as stack_id, %" G_GUINT64_FORMAT " pages flagged with lost events),"
 		   " %" G_GUINT64_FORMAT " bytes, %.2f s\n", output, st.events, st.nr_cpus,
 		   st.rehydrated, st.unresolved, st.dropped_marks, st.file_bytes, secs);
+	if (st.time_shift_points)
+		g_printerr("host-agent export: TIME_SHIFT to host %s: %u samples, uncertainty"
+			   " %.1f..%.1f us\n", opt_host_time, st.time_shift_points,
+			   (double)st.time_shift_unc_min / 1000.0,
+			   (double)st.time_shift_unc_max / 1000.0);
 	if (dat_version >= 7)
 		g_printerr("host-agent export: v7, pages zstd-compressed: %" G_GUINT64_FORMAT
 			   " bytes of pages before compression\n", st.raw_page_bytes);
@@ -457,7 +468,7 @@ int main(int argc, char **argv)
 	bool loaded;
 	char *boot = NULL, *vmlinux = NULL, *cpus = NULL, *output = NULL;
 	char *format = NULL, *event = NULL;
-	gint limit = 0, max_malformed = -1, batch_mb = -1;
+	gint limit = 0, max_malformed = -1, batch_mb = -1, time_probe_ms = -1;
 	gdouble since = -1, until = -1;
 	gint64 quota_mb = -1;
 	int rc;
@@ -501,6 +512,9 @@ int main(int argc, char **argv)
 		  "Malformed frames per connection before hanging up (default 1000)", "N" },
 		{ "batch-mb", 0, 0, G_OPTION_ARG_INT, &batch_mb,
 		  "Commit a batch at this many MiB of frames (default 4)", "MB" },
+		{ "time-probe-ms", 0, 0, G_OPTION_ARG_INT, &time_probe_ms,
+		  "Probe the guest's trace clock against the host's this often (default"
+		  " 1000; 0: never)", "MS" },
 		{ "boot", 0, 0, G_OPTION_ARG_STRING, &boot,
 		  "report: boot number, boot_id prefix or 'all' (default: latest)", "BOOT" },
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "report: JSON output", NULL },
@@ -528,6 +542,10 @@ int main(int argc, char **argv)
 		{ "stack-ids", 0, 0, G_OPTION_ARG_NONE, &stack_ids,
 		  "export: keep stack_id events (as trace-cmd record in the guest has them)",
 		  NULL },
+		{ "host-time", 0, 0, G_OPTION_ARG_STRING, &opt_host_time,
+		  "report events: also each event's host time on CLOCK (realtime, mono, boot,"
+		  " tai); export: trace-cmd's TIME_SHIFT to that clock, for trace-cmd report"
+		  " -i host.dat -i guest.dat", "CLOCK" },
 		{ "dat-version", 0, 0, G_OPTION_ARG_INT, &dat_version,
 		  "export: trace.dat version, 7 (default: zstd-compressed) or 6", "N" },
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -558,12 +576,14 @@ int main(int argc, char **argv)
 	}
 	if (version) {
 		printf("host-agent %s (protocol %d.%d, store schema %d)\n", HA_VERSION,
-		       1, 0, HA_STORE_SCHEMA);
+		       SMP_VERSION_MAJOR, SMP_VERSION_MINOR, HA_STORE_SCHEMA);
 		return 0;
 	}
 	cfg.quota_mb = quota_mb;
 	cfg.max_malformed = max_malformed;
 	cfg.batch_mb = batch_mb;
+	if (time_probe_ms >= 0)
+		cfg.time_probe_ms = time_probe_ms;
 	signal(SIGPIPE, SIG_IGN);
 	loaded = ha_config_load_file(&cfg, &e);
 	watch.domain_given = cfg.domain != NULL;

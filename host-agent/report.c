@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "chunk.h"
+#include "clocksync.h"
 #include "export-perf.h"
 #include "flamegraph.h"
 #include "hist.h"
@@ -932,6 +933,7 @@ typedef struct {
 	HaPair *pair;
 	uint32_t cpu;
 	bool fed;		/* an event of this page was fed to the pairer */
+	const HaMarkerFormat *marker;	/* the clock probes' marker events */
 } WalkCtx;
 
 static void on_paired(const HaPaired *p, void *user)
@@ -960,7 +962,12 @@ static void on_paired(const HaPaired *p, void *user)
 static void on_event(const HaEvent *ev, void *user)
 {
 	WalkCtx *w = user;
+	uint64_t probe;
 
+	/* a clock probe's marker (clocksync.h) is the agent's, not a traced event */
+	if (ev->kind == HA_EV_OTHER &&
+	    ha_marker_event_id(w->marker, ev->type, ev->data, ev->size, &probe))
+		return;
 	/* events lost before this page: no stack after it belongs to one before it */
 	if (!w->fed && ha_tep_missed(w->tep) != 0)
 		ha_pair_lost(w->pair, w->cpu);
@@ -1038,6 +1045,40 @@ static HaTep *load_tep(HaStore *s, int64_t boot, HaSyms *syms)
 	return t;
 }
 
+/* The boot's ftrace/print format as the clock probes' marker events (none: type -1). */
+static void load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT text FROM texts WHERE boot = ? AND"
+					 " kind = 'format' AND name = 'ftrace/print'", NULL);
+
+	ret->type = -1;
+	if (!st)
+		return;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    !ha_marker_format_parse(sqlite3_column_blob(st, 0),
+				    (size_t)sqlite3_column_bytes(st, 0), ret))
+		ret->type = -1;
+	sqlite3_reset(st);
+}
+
+/* Host time as text: realtime and tai as a UTC date, the others in seconds. */
+static void host_time_text(GString *out, HaHostClock clock, int64_t ns, uint64_t unc)
+{
+	if (clock == HA_HOSTCLOCK_REALTIME || clock == HA_HOSTCLOCK_TAI) {
+		g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(ns / 1000000000);
+		g_autofree char *d = dt ? g_date_time_format(dt, "%Y-%m-%d %H:%M:%S") : NULL;
+
+		g_string_append_printf(out, "%s.%09" PRId64 "%s", d ? d : "?",
+				       ns % 1000000000, clock == HA_HOSTCLOCK_TAI ? " TAI" :
+				       " UTC");
+	} else {
+		g_string_append_printf(out, "%s %" PRId64 ".%09" PRId64, ha_host_clock_name(clock),
+				       ns / 1000000000, ns % 1000000000);
+	}
+	g_string_append_printf(out, " +-%.1f us", (double)unc / 1000.0);
+}
+
 static void add_symbol(uint64_t addr, const char *name, const char *module, void *tep)
 {
 	ha_tep_add_symbol(tep, addr, name, module);
@@ -1093,6 +1134,9 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	g_autoptr(HaPair) pair = NULL;
 	g_autoptr(GHashTable) pending = NULL;
 	g_autofree char *uuid = NULL;
+	g_autoptr(HaClockMap) clk = NULL;
+	HaHostClock hclock = HA_HOSTCLOCK_REALTIME;
+	HaMarkerFormat marker;
 	sqlite3_stmt *st;
 	uint64_t have = 0, bad_pages = 0;
 	int64_t since = o->since_ns >= 0 ? o->since_ns : 0;
@@ -1101,6 +1145,11 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 
 	if (!ids)
 		return false;
+	if (o->host_time && !ha_host_clock_parse(o->host_time, &hclock)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "--host-time %s: not realtime, mono, boot or tai", o->host_time);
+		return false;
+	}
 	if (ids->len != 1) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
 			    "events reports one boot at a time");
@@ -1115,6 +1164,15 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	tep = load_tep(s, boot, syms);
 	ha_syms_foreach(syms, add_symbol, tep);
 	pair = ha_pair_new(on_paired, &x);
+	load_marker(s, boot, &marker);
+	if (o->host_time) {
+		clk = ha_clockmap_load(s, boot, error);
+		if (!clk)
+			return false;
+		if (!ha_clockmap_points(clk))
+			g_printerr("host-agent report: boot %" PRId64 " has no host time (its"
+				   " guest agent never answered a clock probe)\n", boot);
+	}
 	/*
 	 * Which chunks: with a time range, every chunk that overlaps it. Otherwise the
 	 * newest chunks until they hold enough ring events (stack events count too),
@@ -1159,7 +1217,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 		int64_t id = g_array_index(chunks, int64_t, i);
 		g_autoptr(GBytes) raw = NULL;
 		g_autoptr(GError) e = NULL;
-		WalkCtx w = { .tep = tep, .pair = pair };
+		WalkCtx w = { .tep = tep, .pair = pair, .marker = &marker };
 		const uint8_t *page;
 		uint32_t len;
 		size_t off = 0;
@@ -1245,11 +1303,19 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 				       " first:\n", evs->len - first, boot, uuid);
 	for (guint i = first; i < evs->len; i++) {
 		Ev *e = &g_array_index(evs, Ev, i);
+		int64_t hns = 0;
+		uint64_t hunc = 0;
+		bool host = clk && ha_clockmap_to_host(clk, e->ts, hclock, &hns, &hunc);
 
 		if (o->json) {
-			g_string_append_printf(out, "%s{\"ts\":%" PRIu64 ",\"cpu\":%u,\"pid\":%d,"
-					       "\"event\":", i > first ? "," : "", e->ts, e->cpu,
-					       e->pid);
+			g_string_append_printf(out, "%s{\"ts\":%" PRIu64 ",\"cpu\":%u,\"pid\":%d,",
+					       i > first ? "," : "", e->ts, e->cpu, e->pid);
+			if (host)
+				g_string_append_printf(out, "\"host_time\":{\"clock\":\"%s\","
+						       "\"ns\":%" PRId64 ",\"uncertainty_ns\":%"
+						       PRIu64 "},", ha_host_clock_name(hclock),
+						       hns, hunc);
+			g_string_append(out, "\"event\":");
 			json_str(out, e->text ? e->text : "");
 			g_string_append(out, ",\"stack\":");
 			json_stack(out, &e->st, syms);
@@ -1257,9 +1323,14 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 		} else {
 			g_autofree char *l = stack_label(&e->st);
 
-			g_string_append_printf(out, "\n%" PRIu64 ".%09" PRIu64 " cpu%u pid %d  %s\n"
-					       "    %s\n", e->ts / 1000000000u,
-					       e->ts % 1000000000u, e->cpu, e->pid,
+			g_string_append_printf(out, "\n%" PRIu64 ".%09" PRIu64 " ", e->ts / 1000000000u,
+					       e->ts % 1000000000u);
+			if (host) {
+				g_string_append(out, "[host ");
+				host_time_text(out, hclock, hns, hunc);
+				g_string_append(out, "] ");
+			}
+			g_string_append_printf(out, "cpu%u pid %d  %s\n    %s\n", e->cpu, e->pid,
 					       e->text ? e->text : "?", l);
 			print_frames(out, &e->st, syms, "      ");
 		}

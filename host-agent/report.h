@@ -11,6 +11,11 @@
  *   flamegraph   an interactive SVG of folded's counts (flamegraph.h); with a time
  *                range or an event, of those events' stacks (decoded like events)
  *   events --format perf-script: the `perf script` layout (export-perf.h)
+ *   events --host-time CLOCK: with each event's time on a host clock and its
+ *                uncertainty, from the boot's clock samples (clocksync.h)
+ *
+ * The clock probes' marker events (ftrace/print "stackmap-time ...", clocksync.h) are
+ * the agent's, not the guest's traced events: no report shows or counts them.
  *
  * A stack_id resolves through the epoch in effect at the event's time (the newest
  * epoch with the id's tag that started at or before it, PROTOCOL.md 6.1) to the stack
@@ -40,6 +45,8 @@ typedef struct {
 	const char *format;	/* events: NULL (text), "perf-script" or "folded" */
 	const char *event;	/* events, flamegraph: only this event ("kmem/kmalloc" or
 				 * "kmalloc"), NULL for all */
+	const char *host_time;	/* events: also show each event's host time on this clock
+				 * (realtime, mono, boot, tai: clocksync.h), NULL: not */
 } HaReportOpts;
 
 /* Append the report to @out. False with @error on a bad argument or store error. */

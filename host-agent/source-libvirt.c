@@ -58,6 +58,7 @@ struct _HaLvSource {
 	bool st_cb;
 	HaConn *conn;
 	guint commit_timer;
+	guint probe_timer;	/* clock probes (ha_conn_time_probe()) */
 	guint more_idle;	/* reading goes on from here after READS_PER_WAKE */
 	guint open_retry;
 	unsigned int open_backoff_ms;
@@ -120,6 +121,15 @@ static bool flush(HaLvSource *s)
 		return false;
 	}
 	return write_output(s);
+}
+
+static gboolean on_probe_timer(gpointer user)
+{
+	HaLvSource *s = user;
+
+	if (s->conn && ha_conn_time_probe(s->conn) && !write_output(s))
+		link_close(s, "write failed");
+	return s->st ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
 static gboolean on_commit_timer(gpointer user)
@@ -247,6 +257,10 @@ static void link_close(HaLvSource *s, const char *why)
 	if (s->commit_timer)
 		g_source_remove(s->commit_timer);
 	s->commit_timer = 0;
+	if (s->probe_timer && !(g_main_current_source() &&
+				g_source_get_id(g_main_current_source()) == s->probe_timer))
+		g_source_remove(s->probe_timer);
+	s->probe_timer = 0;
 	ha_conn_close(s->conn);
 	g_clear_pointer(&s->conn, ha_conn_free);
 	virStreamAbort(s->st);
@@ -312,6 +326,8 @@ static bool try_open(HaLvSource *s)
 	s->st_cb = true;
 	s->warned_open = false;
 	s->open_backoff_ms = BACKOFF_MIN_MS;
+	if (s->limits.time_probe_ms)
+		s->probe_timer = g_timeout_add(s->limits.time_probe_ms, on_probe_timer, s);
 	g_message("%s: connected (%s)", s->label, peer);
 	return true;
 }

@@ -32,6 +32,7 @@ struct _HaSource {
 	guint out_watch;	/* G_IO_OUT while output is left over, else 0 */
 	guint more_idle;	/* reading goes on from here after READS_PER_WAKE */
 	guint commit_timer;
+	guint probe_timer;	/* clock probes (ha_conn_time_probe()) */
 	HaConn *conn;
 };
 
@@ -195,6 +196,15 @@ static gboolean on_readable(gint fd, GIOCondition cond, gpointer user)
 	return read_input(user) ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
+static gboolean on_probe_timer(gpointer user)
+{
+	HaSource *s = user;
+
+	if (ha_conn_time_probe(s->conn))
+		write_output(s);
+	return G_SOURCE_CONTINUE;
+}
+
 static void link_open(HaSource *s, int fd)
 {
 	g_autofree char *peer = g_strdup_printf("socket %s", s->path);
@@ -203,6 +213,8 @@ static void link_open(HaSource *s, int fd)
 	s->fd = fd;
 	s->conn = ha_conn_new(s->store, &s->limits, s->domain, peer);
 	s->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_readable, s);
+	if (s->limits.time_probe_ms)
+		s->probe_timer = g_timeout_add(s->limits.time_probe_ms, on_probe_timer, s);
 	g_message("%s: connected (%s)", s->domain, peer);
 }
 
@@ -229,6 +241,9 @@ static void link_close(HaSource *s, const char *why)
 	if (s->commit_timer)
 		g_source_remove(s->commit_timer);
 	s->commit_timer = 0;
+	if (s->probe_timer)
+		g_source_remove(s->probe_timer);
+	s->probe_timer = 0;
 	ha_conn_close(s->conn);
 	ha_conn_free(s->conn);
 	s->conn = NULL;

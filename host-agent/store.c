@@ -56,6 +56,11 @@ static const char *const migrations[] = {
 	" PRIMARY KEY(stream, cpu)) WITHOUT ROWID;"
 	"CREATE TABLE stats(boot INTEGER NOT NULL, stream INTEGER NOT NULL, key INTEGER NOT NULL,"
 	" value INTEGER, PRIMARY KEY(stream, key)) WITHOUT ROWID;",
+	/* 1 -> 2: answered clock probes (clocksync.h) */
+	"CREATE TABLE clock_samples(boot INTEGER NOT NULL, guest_ts INTEGER NOT NULL,"
+	" cpu INTEGER NOT NULL, mono_lo INTEGER NOT NULL, mono_hi INTEGER NOT NULL,"
+	" real_lo INTEGER NOT NULL, real_hi INTEGER NOT NULL, boot_off INTEGER NOT NULL,"
+	" tai_off INTEGER NOT NULL, PRIMARY KEY(boot, guest_ts, cpu)) WITHOUT ROWID;",
 };
 
 bool ha_store_name_ok(const char *name)

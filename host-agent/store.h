@@ -22,6 +22,11 @@
  *                MODULES snapshots per stream and generation
  *   lost         latest per-CPU LOST counters per stream
  *   stats        latest STATS values per stream
+ *   clock_samples answered clock probes per boot (clocksync.h): the guest trace-clock
+ *                time of the probe's marker (guest_ts, on guest CPU cpu) lies in host
+ *                [mono_lo, mono_hi] (CLOCK_MONOTONIC ns: probe sent, reply read), i.e.
+ *                [real_lo, real_hi] (CLOCK_REALTIME ns); boot_off = CLOCK_BOOTTIME -
+ *                CLOCK_MONOTONIC and tai_off = CLOCK_TAI - CLOCK_REALTIME at mono_lo
  *
  * Durability: every connection's frames are applied inside one transaction per batch;
  * ha_store_commit() returns only once SQLite has committed (synchronous=FULL: with WAL,
@@ -36,7 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HA_STORE_SCHEMA 1
+#define HA_STORE_SCHEMA 2
 
 typedef struct _HaStore HaStore;
 

@@ -16,6 +16,14 @@
  * --expect FILE writes the ground truth: "outer;...;inner COUNT" per distinct stack,
  * computed from the generator's own tables, for comparison with `report folded`.
  * --hostile MODE sends a hostile stream instead (see usage).
+ *
+ * --answer-time answers the host's clock probes (PROTOCOL.md 4.11) as the guest agent
+ * does, on a synthetic trace clock: CLOCK_MONOTONIC + --time-offset-ns, running
+ * --time-drift-ppm fast. Each probe's marker is an ftrace/print event alone in a page
+ * of an extra CPU (the last one, which carries nothing else, so that each CPU's pages
+ * stay in time order); --time-log FILE writes "probe_id guest_ts host_mono" per marker,
+ * the ground truth of the stored samples. The workload then waits --time-ms before its
+ * tail (LOST, STATS, BYE), answering probes.
  */
 #include <errno.h>
 #include <glib.h>
@@ -26,6 +34,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guest-formats.h"
@@ -70,6 +79,11 @@ typedef struct {
 	char *boot_id;
 	gint64 stream_id;
 	gboolean quiet;
+	gboolean answer_time;
+	gint64 time_offset_ns;
+	gint time_drift_ppm;
+	gint time_ms;
+	char *time_log;
 } Opts;
 
 typedef struct {
@@ -116,6 +130,12 @@ typedef struct {
 	uint64_t resent;
 	unsigned int connections;
 	uint64_t ids_epoch;	/* stack_id events of the current epoch (map successes) */
+	/* --answer-time */
+	gint64 time_start_us;	/* when the workload began (for --time-ms) */
+	bool time_waiting;	/* the workload is done, --time-ms not yet over */
+	int64_t time_mono0;	/* CLOCK_MONOTONIC at start, the drift's origin */
+	FILE *time_log;
+	uint64_t time_answered;
 } Guest;
 
 /* ---- symbols and stacks --------------------------------------------------------- */
@@ -576,7 +596,10 @@ static void generate(Guest *g)
 
 	while (g_queue_is_empty(&g->ready) && !g->gen_done) {
 		if (g->gen_events >= (uint64_t)g->o.events) {
-			gen_tail(g);
+			g->time_waiting = g->o.answer_time && g_get_monotonic_time() <
+					  g->time_start_us + (gint64)g->o.time_ms * 1000;
+			if (!g->time_waiting)
+				gen_tail(g);
 			break;
 		}
 		if (g->epoch + 1 < g->o.epochs && g->gen_calls >= per_epoch * (uint64_t)(g->epoch + 1))
@@ -584,6 +607,96 @@ static void generate(Guest *g)
 		g->gen_calls++;
 		gen_event(g);
 	}
+}
+
+/* ---- clock probes (--answer-time) ---------------------------------------------- */
+
+static bool write_all(Guest *g, const uint8_t *p, size_t len);
+
+#define TRACE_PRINT_ID	5	/* TRACE_PRINT in 6.1's enum trace_type */
+
+static const char print_format[] =
+	"name: print\n"
+	"ID: 5\n"
+	"format:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;\n"
+	"\n"
+	"print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n";
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The synthetic trace clock at host CLOCK_MONOTONIC @mono. */
+static uint64_t guest_clock(Guest *g, int64_t mono)
+{
+	int64_t since = mono - g->time_mono0;
+
+	return (uint64_t)(mono + g->o.time_offset_ns +
+			  (int64_t)((double)since * g->o.time_drift_ppm / 1e6));
+}
+
+static void time_preamble(Guest *g)
+{
+	uint8_t buf[2048];
+	struct smp_format m = { .name = "ftrace/print", .name_len = 12,
+				.text = print_format, .text_len = sizeof(print_format) - 1 };
+	long n = smp_format_encode(&m, buf, sizeof(buf));
+
+	g_assert(n > 0);
+	push_seq(g, SMP_FORMAT, buf, (size_t)n);
+	g->time_mono0 = mono_ns();
+	/* the workload's events on the same clock, near the probes' times */
+	g->clock = guest_clock(g, g->time_mono0);
+}
+
+/* A TIME from the host: the marker page (sent next, in sequence) and the reply (now). */
+static bool answer_time(Guest *g, const struct smp_frame *f)
+{
+	uint8_t page[PAGE_SIZE] = { 0 }, d[64] = { 0 };
+	uint8_t frame[SMP_HDR_SIZE + SMP_TIME_SIZE], payload[SMP_TIME_SIZE];
+	uint8_t pbuf[SMP_PAGE_FIXED + PAGE_SIZE];
+	struct smp_time_reply r = { 0 };
+	struct ringpage rp;
+	uint64_t ip = TEXT_BASE + 0x1234, ts;
+	int64_t mono;
+	uint32_t n;
+	long k;
+
+	if (smp_time_decode(&r.probe_id, f->payload, f->len) < 0)
+		return true;
+	mono = mono_ns();
+	ts = guest_clock(g, mono);
+	put_common(d, TRACE_PRINT_ID, 0, 0, 1);
+	memcpy(d + 8, &ip, 8);
+	k = smp_time_marker(r.probe_id, (char *)d + 16, sizeof(d) - 16);
+	g_assert(k > 0);
+	d[16 + k] = '\n';
+	ringpage_init(&rp, page, PAGE_SIZE);
+	ringpage_reset(&rp, ts);
+	g_assert(ringpage_add(&rp, ts, d, (uint32_t)(16 + k + 2)));
+	n = ringpage_finish(&rp);
+	k = smp_page_encode(&(struct smp_page){ .cpu = (uint32_t)g->o.cpus, .data = page,
+				.data_len = n }, pbuf, sizeof(pbuf));
+	g_assert(k > 0);
+	push_seq(g, SMP_PAGE, pbuf, (size_t)k);
+	if (g->time_log)
+		fprintf(g->time_log, "%" PRIu64 " %" PRIu64 " %" PRId64 "\n", r.probe_id, ts,
+			mono);
+	k = smp_time_reply_encode(&r, payload, sizeof(payload));
+	k = smp_frame_encode(frame, sizeof(frame), SMP_TIME_REPLY, 0, 0, payload, (size_t)k);
+	g->time_answered++;
+	return write_all(g, frame, (size_t)k);
 }
 
 /* ---- transport ------------------------------------------------------------------ */
@@ -595,9 +708,11 @@ static uint8_t *hello_payload(Guest *g, size_t *len)
 	static const uint8_t build_id[20] = { 0x5e, 0xed, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 	struct smp_hello h = {
 		.stream_id = g->stream_id, .text_addr = TEXT_BASE,
-		.nr_cpus = (uint32_t)g->o.cpus, .page_size = PAGE_SIZE,
+		.nr_cpus = (uint32_t)g->o.cpus + (g->o.answer_time ? 1 : 0),
+		.page_size = PAGE_SIZE,
 		.map_bits = (uint32_t)g->o.map_bits, .max_depth = 64, .map_epoch = 0,
-		.flags = SMP_HELLO_STACKMAP, .release = release,
+		.flags = SMP_HELLO_STACKMAP | (g->o.answer_time ? SMP_HELLO_TIME : 0),
+		.release = release,
 		.release_len = sizeof(release) - 1, .build_id = build_id, .build_id_len = 20,
 		.trace_clock = "local", .clock_len = 5,
 	};
@@ -659,6 +774,9 @@ static bool read_host(Guest *g, bool block, uint64_t *ret_welcome)
 					g->acked = a;
 				drop_acked(g);
 				block = false;
+			} else if (f.type == SMP_TIME && g->o.answer_time) {
+				if (!answer_time(g, &f))
+					return false;
 			} else if (f.type == SMP_WELCOME && ret_welcome) {
 				struct smp_welcome w;
 
@@ -744,6 +862,16 @@ static bool session(Guest *g)
 
 		generate(g);
 		f = g_queue_pop_head(&g->ready);
+		if (!f && g->time_waiting) {
+			/* --time-ms: answer probes until the tail is due */
+			struct pollfd pfd = { .fd = g->fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, 20) < 0 && errno != EINTR)
+				return false;
+			if (!read_host(g, false, NULL))
+				return false;
+			continue;
+		}
 		if (!f) {
 			/* Everything sent: wait until all of it is acknowledged. */
 			if (g_queue_is_empty(&g->window))
@@ -1169,6 +1297,16 @@ int main(int argc, char **argv)
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood", "MODE" },
+		{ "answer-time", 0, 0, G_OPTION_ARG_NONE, &o->answer_time,
+		  "Answer the host's clock probes (an extra CPU carries the markers)", NULL },
+		{ "time-offset-ns", 0, 0, G_OPTION_ARG_INT64, &o->time_offset_ns,
+		  "The trace clock is CLOCK_MONOTONIC + this (default 1000 s)", "NS" },
+		{ "time-drift-ppm", 0, 0, G_OPTION_ARG_INT, &o->time_drift_ppm,
+		  "... and runs this fast (default 0)", "PPM" },
+		{ "time-ms", 0, 0, G_OPTION_ARG_INT, &o->time_ms,
+		  "Answer probes this long before the tail (default 0)", "MS" },
+		{ "time-log", 0, 0, G_OPTION_ARG_FILENAME, &o->time_log,
+		  "Write \"probe_id guest_ts host_mono\" per answered probe", "FILE" },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No summary", NULL },
 		G_OPTION_ENTRY_NULL,
 	};
@@ -1183,6 +1321,7 @@ int main(int argc, char **argv)
 	o->seed = 1;
 	o->window_mb = 256;
 	o->unseen = -1;
+	o->time_offset_ns = 1000000000000;
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (!g_option_context_parse(ctx, &argc, &argv, &e)) {
 		g_printerr("synth-guest: %s\n", e->message);
@@ -1217,6 +1356,13 @@ int main(int argc, char **argv)
 	g_queue_init(&g.window);
 	g_queue_init(&g.ready);
 	gen_preamble(&g);
+	g.time_start_us = g_get_monotonic_time();
+	if (o->answer_time)
+		time_preamble(&g);
+	if (o->time_log && !(g.time_log = fopen(o->time_log, "w"))) {
+		perror("synth-guest: --time-log");
+		return 2;
+	}
 
 	if (o->hostile) {
 		ok = hostile(&g);
@@ -1270,6 +1416,8 @@ int main(int argc, char **argv)
 				g_usleep((gulong)o->reconnect_ms * 1000);
 		}
 	}
+	if (g.time_log && fclose(g.time_log))
+		return 1;
 	if (o->expect && write_expect(&g))
 		return 1;
 	if (o->expect_events && write_truth(&g))
@@ -1287,8 +1435,9 @@ int main(int argc, char **argv)
 	if (!o->quiet)
 		g_printerr("synth-guest: %" PRIu64 " events, %" PRIu64 " frames (%" PRIu64
 			   " resent, %" PRIu64 " dropped), %" PRIu64 " bytes, %u connection(s),"
-			   " acked %" PRIu64 "\n", g.gen_events, g.next_seq - 1, g.resent,
-			   g.dropped_frames, g.bytes_sent, g.connections, g.acked);
+			   " acked %" PRIu64 ", %" PRIu64 " time probes answered\n", g.gen_events,
+			   g.next_seq - 1, g.resent, g.dropped_frames, g.bytes_sent,
+			   g.connections, g.acked, g.time_answered);
 	printf("events=%" PRIu64 " frames=%" PRIu64 " bytes=%" PRIu64 " epochs=%d\n",
 	       g.gen_events, g.next_seq - 1, g.bytes_sent, g.epoch + 1);
 	return 0;
