@@ -1498,7 +1498,8 @@ bool ha_conn_time_probe(HaConn *c)
 	HaHostTime t1;
 	uint64_t id;
 
-	if (!c->hello || !c->time_ok || c->failed)
+	/* after BYE the agent frames nothing more: a marker would never come back */
+	if (!c->hello || !c->time_ok || c->failed || c->bye)
 		return false;
 	ha_host_time_now(&t1);
 	if (!ha_clock_probe_next(c->clk, g_get_monotonic_time(), &t1, &id))

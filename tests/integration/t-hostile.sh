@@ -12,7 +12,7 @@ hostile() {
 	ok "$1: $(grep -m1 "$2" "$T/daemon.log" | sed 's/.*closing the connection: //' | cut -c1-110)"
 }
 hostile before-hello "frame before HELLO"
-hostile version "protocol version 2.0, this host-agent 1.0"
+hostile version "protocol version 2\.[0-9]*, this host-agent 1\.[0-9]*"
 hostile hello-flood "HELLOs on one connection"
 hostile garbage "framing errors (limit 200)"
 hostile lies "malformed frames (limit 200)"
