@@ -52,7 +52,8 @@ Ground truth (the heart of every scenario):
     crash: see below.
   * Crash. The guest writes "e2s-mark N" to trace_marker, waits 300 ms and only
     then prints "MARK N" on the console, in a loop with the slab workload; at a
-    seeded moment it starts e2s-ticker (e2s-ticker.c) with a seeded K: it writes
+    seeded moment after the first MARK (a busy host slows the boot down) it
+    starts e2s-ticker (e2s-ticker.c) with a seeded K: it writes
     "e2s-tick I K" to trace_marker for I = 1..K with a relative 1 ms
     clock_nanosleep between two ticks and writes 'c' to /proc/sysrq-trigger right
     after the K-th, so tick I is committed at least K - I ms before the panic.
@@ -718,7 +719,7 @@ def t_crash(args):
     for i in range(args.crash_runs):
         crash_ms = rnd.randint(4000, 14000)
         k = rnd.randint(100, 1000)
-        log('--- crash %d: seed %d, e2s-ticker K=%d started %d ms after the workload starts'
+        log('--- crash %d: seed %d, e2s-ticker K=%d started %d ms after the first MARK'
             % (i, args.seed, k, crash_ms))
         trace = [BOOT_TRACE[0] + ',printk:console'] + BOOT_TRACE[1:]
         run = Run(args, 'crash-%d' % i, trace + ['stackmap.e2s_mode=crash',

@@ -6,7 +6,8 @@
 #   e2s_seconds  workload length (default 15)
 #   e2s_resets   map resets in mode resets (default 50)
 #   e2s_crash_ms in mode crash: start the crash-window probe this long after
-#                the workload starts
+#                the first MARK (so a boot slowed down by a busy host still
+#                has its marks before the panic)
 #   e2s_ticks    in mode crash: the probe's K (default 500)
 #   e2s_delay    seconds to trace before stackmap-guestd starts (default 0)
 #   e2s_agent    extra stackmap-guestd options, comma-separated (default none)
@@ -186,7 +187,8 @@ resets)
 	say "RESETS $i"
 	;;
 crash)
-	( sleep "$(echo "$crash_ms" | awk '{ printf "%.3f", $1 / 1000 }')"
+	( while [ ! -e /tmp/e2s-marked ]; do sleep 0.05; done
+	  sleep "$(echo "$crash_ms" | awk '{ printf "%.3f", $1 / 1000 }')"
 	  say "TICKER K=$ticks"
 	  /e2s-ticker "$ticks"
 	  # e2s-ticker only returns on an error: say what the tracing state
@@ -206,6 +208,7 @@ crash)
 			say "MARK-WRITE-FAIL $n tracing_on=$(cat $T/tracing_on)"
 		sleep 0.3
 		say "MARK $n"
+		: > /tmp/e2s-marked
 	done
 	;;
 full)
