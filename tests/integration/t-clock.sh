@@ -97,6 +97,9 @@ assert sorted(g) == tc, "merged g.dat events not shifted"
 print("# trace-cmd's shifted timestamps = report's host times within %d ns" % d)
 PY
 ok "trace-cmd applies TIME_SHIFT (report's host times) and merges on one time line"
+bash "$(dirname "$1")/../e2e-export/kshark-load.sh" "$T/g.dat" "$T/kshark.png" >"$T/ks.out" 2>&1 ||
+	fail "KernelShark did not load the TIME_SHIFT file: $(tail -3 "$T/ks.out")"
+ok "KernelShark loads the file with TIME_SHIFT"
 
 # A guest without TIME in its HELLO (an older agent) is never probed.
 start_daemon --listen "$T/sock2" --domain-name old --time-probe-ms 50
