@@ -560,6 +560,28 @@ static void map_loss(HaStore *s, int64_t boot, MapLoss *ret)
 	}
 }
 
+/* boots --json: the clock samples of boot @b (clocksync.h): how many the map keeps and
+ * their best and worst uncertainty (0 samples: the guest never answered a probe). */
+static void host_time_json(HaStore *s, int64_t b, GString *out)
+{
+	g_autoptr(HaClockMap) m = ha_clockmap_load(s, b, NULL);
+	uint64_t lo = UINT64_MAX, hi = 0;
+	guint n = m ? ha_clockmap_points(m) : 0;
+
+	for (guint i = 0; i < n; i++) {
+		uint64_t g, u;
+		int64_t off;
+
+		ha_clockmap_point(m, i, &g, &off, &u);
+		lo = MIN(lo, u);
+		hi = MAX(hi, u);
+	}
+	g_string_append_printf(out, ",\"host_time_points\":%u", n);
+	if (n)
+		g_string_append_printf(out, ",\"host_time_uncertainty_ns\":[%" PRIu64 ",%" PRIu64
+				       "]", lo, hi);
+}
+
 static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError **error)
 {
 	g_autoptr(GArray) ids = select_boots(s, o->boot ? o->boot : "all", error);
@@ -638,9 +660,11 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 					       ",\"unseen_stack_ids\":%" PRIu64 ",\"map_epoch\":%"
 					       PRIu64 ",\"map_successes\":%" PRIu64
 					       ",\"stack_id_events\":%" PRIu64 ",\"stack_not_received\":%"
-					       PRIu64 "}", events, lost_frames, overrun, stacks, epochs,
+					       PRIu64, events, lost_frames, overrun, stacks, epochs,
 					       malformed, ml.unread, unseen, ml.epoch, ml.successes,
 					       ml.stored, pending);
+			host_time_json(s, b, out);
+			g_string_append(out, "}");
 		} else {
 			g_autofree char *lost = g_strdup_printf("%" PRIu64 "f/%" PRIu64 "e",
 								lost_frames, overrun);

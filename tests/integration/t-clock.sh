@@ -39,6 +39,7 @@ ev=$(report events --domain-name clk -n 1000000) || fail "report events"
 if grep -q "stackmap-time" <<<"$ev"; then fail "probe markers shown as events"; fi
 b=$(report boots --json --domain-name clk)
 [ "$(json_field "$b" events)" = 20000 ] || fail "markers counted as traced events: $b"
+[ "$(json_field "$b" host_time_points)" -ge 1 ] || fail "boots: no host time points: $b"
 ok "probe markers are not traced events"
 
 # report events --host-time: every event's host time, on the guest's clock's terms
@@ -110,6 +111,8 @@ stop_daemon
 [ "$("$SQLITE3" "$(db_of old)" "SELECT count(*) FROM clock_samples")" = 0 ] ||
 	fail "samples for a guest that never offered TIME"
 compare_folded old "$T/expect2"
+[ "$(json_field "$(report boots --json --domain-name old)" host_time_points)" = 0 ] ||
+	fail "boots: host time points for the old guest"
 report events --domain-name old --host-time mono -n 3 >/dev/null 2>"$T/old.err" ||
 	fail "report events --host-time on a boot without samples"
 grep -q "has no host time" "$T/old.err" || fail "no note about the missing host time"
