@@ -668,6 +668,9 @@ static int write_marker(void *ctx, uint64_t probe_id)
 
 	if (n < 0)
 		return (int)n;
+	/* after the final drain (SIGTERM) nothing may enter the ring buffer unread */
+	if (a->stopping)
+		return -ESHUTDOWN;
 	w = write(a->marker_fd, text, (size_t)n);
 	if (w < 0) {
 		int r = negerrno();
