@@ -17,6 +17,8 @@ warning; the events trace-cmd shows as dropped must be the ones the store counte
 (pages flagged RB_MISSED_EVENTS). KernelShark loads each file under Xvfb
 (kshark-load.sh) and its window's screenshot is left in --artifacts. Figures
 printed: export speed and bytes per event, trace.dat vs the store's chunks.
+With --host-time-only: one steady boot and its host time instead (host_time() below:
+the clock samples' consistency and measured uncertainty, TIME_SHIFT read by trace-cmd).
 """
 import argparse
 import json
@@ -102,6 +104,62 @@ def export_and_compare(args, run, name, want_full, want_epochs):
     return dat
 
 
+def host_time(args, run, dat_raw):
+    """Host time (PROTOCOL.md 4.11): the daemon probed the real guest's trace clock
+    while it streamed. Every sample's offset must agree with the others within their
+    uncertainties (and a generous drift allowance), report events gives every event a
+    host time, and Debian's trace-cmd reads the TIME_SHIFT export without a warning and
+    shifts the events by the map's offset. Prints the measured uncertainty."""
+    c = sqlite3.connect(run.db())
+    try:
+        rows = c.execute('SELECT guest_ts, mono_lo, mono_hi FROM clock_samples'
+                         ' ORDER BY guest_ts').fetchall()
+    finally:
+        c.close()
+    check(len(rows) >= 3, 'only %d clock samples in a %s boot' % (len(rows), 'streaming'))
+    half = sorted((hi - lo) / 2 for _, lo, hi in rows)
+    off = [(g, g - (lo + hi) // 2, (hi - lo) / 2) for g, lo, hi in rows]
+    worst = 0.0
+    for (g1, o1, u1), (g2, o2, u2) in zip(off, off[1:]):
+        # 2000 ppm of drift, and one 250 Hz tick should the guest's sched_clock be coarse
+        slack = u1 + u2 + 2e-3 * abs(g2 - g1) + 4e6
+        worst = max(worst, abs(o2 - o1) - (u1 + u2))
+        check(abs(o2 - o1) <= slack, 'clock samples disagree: offsets %d and %d ns,'
+              ' uncertainties %.0f and %.0f ns, %d ns apart' % (o1, o2, u1, u2, g2 - g1))
+    span = (off[-1][0] - off[0][0]) / 1e9
+    drift = (off[-1][1] - off[0][1]) / max(1, off[-1][0] - off[0][0]) * 1e6
+    log('FIGURES host time: %d samples over %.1f s, half round trip min %.1f us, median'
+        ' %.1f us, max %.1f us; offset drift %.1f ppm; consecutive offsets disagree by'
+        ' at most %.1f us beyond their uncertainties'
+        % (len(rows), span, half[0] / 1e3, half[len(half) // 2] / 1e3, half[-1] / 1e3,
+           drift, max(0.0, worst) / 1e3))
+    evs = run.report('events', '-n', '100000000', '--host-time', 'mono')['events']
+    check(evs and all('host_time' in e for e in evs), 'events without host time')
+    unc = sorted(e['host_time']['uncertainty_ns'] for e in evs)
+    log('FIGURES host time of %d events: uncertainty median %.1f us, max %.1f us'
+        % (len(evs), unc[len(unc) // 2] / 1e3, unc[-1] / 1e3))
+    dat = os.path.join(run.dir, 'hosttime.dat')
+    r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', dat, '--host-time', 'mono',
+                        '--state-dir', run.state, '--domain-name', e2s.DOMAIN],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and 'TIME_SHIFT to host mono' in r.stderr,
+          'export --host-time: %s' % r.stderr)
+    first = {}
+    for path in (dat_raw, dat):
+        t = subprocess.run([args.trace_cmd, 'report', '-t', '-i', path], capture_output=True,
+                           text=True)
+        check(t.returncode == 0 and not t.stderr.strip(),
+              'trace-cmd report %s: %s' % (path, t.stderr[:300]))
+        m = re.search(r'\[\d+\]\s+(\d+)\.(\d{9}):', t.stdout)
+        check(m, 'no event in trace-cmd report of %s' % path)
+        first[path] = int(m.group(1)) * 10**9 + int(m.group(2))
+    shift = first[dat] - first[dat_raw]
+    want = off[0][1]
+    check(abs(shift + want) <= 2e8,
+          'trace-cmd shifted by %d ns, the samples say %d' % (shift, -want))
+    log('host time: trace-cmd shifts the export by %.6f s' % (shift / 1e9))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,8 +171,26 @@ def main():
     ap.add_argument('--seed', type=int, default=7)
     ap.add_argument('--artifacts', default='artifacts',
                     help='where the KernelShark screenshots are left')
+    ap.add_argument('--host-time-only', action='store_true',
+                    help='one steady boot: its host time only (host_time())')
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir)
+    if args.host_time_only:
+        try:
+            kout, initrd = e2s.build(args)
+            run = e2s.boot_plain(args, kout, initrd, 'export-hosttime', 'steady', seconds=10)
+            raw = os.path.join(run.dir, 'raw.dat')
+            r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', raw,
+                                '--state-dir', run.state, '--domain-name', e2s.DOMAIN],
+                               capture_output=True, text=True)
+            check(r.returncode == 0, 'export failed: %s' % r.stderr)
+            host_time(args, run, raw)
+            run.cleanup()
+        except e2s.Fail as e:
+            log('FAIL: %s' % e)
+            return 1
+        log('PASS: host time')
+        return 0
     try:
         kout, initrd = e2s.build(args)
         # tracing set up once booted (stream.sh e2s_trace=late): boot-time stacks of
