@@ -64,4 +64,36 @@ GArray *ha_report_select_boots(HaStore *store, const char *arg, GError **error);
  */
 bool ha_report_vmlinux_fits(HaStore *store, int64_t boot, HaDwarf *dw, int64_t *ret_slide);
 
+/* One event of ha_report_cpu_events(), valid during the callback only. */
+typedef struct {
+	uint64_t page;		/* its page's ordinal among the CPU's stored pages */
+	uint32_t idx;		/* its ordinal among its page's events */
+	uint64_t ts;		/* guest trace clock, ns */
+	uint32_t cpu;
+	int pid;
+	const char *text;	/* "system/name: fields" as events prints it */
+	const char *stack_json;	/* its "stack" object as events --json prints it */
+	const char *folded;	/* its stack as events --format folded counts it */
+	const char *stack_kind;	/* the stack object's "kind" */
+	int64_t stack_id;	/* its stack_id (or full_id), -1 when none */
+	int64_t epoch;		/* the epoch it resolved in, -1 when none */
+	bool tail;		/* on the CPU's newest chunk: the next chunk may pair it */
+} HaReportEvent;
+
+typedef void (*HaReportEventFn)(const HaReportEvent *ev, void *user);
+
+/*
+ * The events of @boot's CPU @cpu on its pages @from..@to-1, exactly as `events
+ * --json` shows them (the same decoding, pairing and stack resolution, without a
+ * vmlinux), in no particular order. Pages are numbered per CPU in chunk id order
+ * (stable across compaction, which merges consecutive chunks into the first's id), so
+ * (cpu, page, idx) names an event for good. Decodes from the chunk before @from and
+ * past @to while an event of the range waits for its stack, so that one range at a
+ * time gives what the whole boot gives; holds only the events that wait. *@ret_pages:
+ * the CPU's stored pages. One read transaction unless the caller holds one.
+ */
+bool ha_report_cpu_events(HaStore *store, int64_t boot, uint32_t cpu, uint64_t from,
+			  uint64_t to, HaReportEventFn fn, void *user, uint64_t *ret_pages,
+			  GError **error);
+
 #endif /* HA_REPORT_H */
