@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define TOP_DEFAULT 10u
+#define TOP_DEFAULT	10u
+#define EVENTS_DEFAULT	50u	/* per boot, as the store's events */
 
 /* WHERE of the boots the options select. */
 static char *boot_filter(const HaChReportOpts *o)
@@ -80,6 +81,244 @@ static bool ch_boots(HaCh *c, const char *where, GString *out, GError **error)
 	return true;
 }
 
+/* The WHERE of the events the options select, within the selected boots; with
+ * last_ns, @last is the boot's last event time (a column the caller joins, or a
+ * number). */
+static char *event_filter(const HaChReportOpts *o, const char *last)
+{
+	GString *q = g_string_new("1");
+
+	if (o->since_us >= 0)
+		g_string_append_printf(q, " AND host_us >= %" PRId64, o->since_us);
+	if (o->until_us >= 0)
+		g_string_append_printf(q, " AND host_us <= %" PRId64, o->until_us);
+	if (o->event) {
+		/* "kmem/kmalloc" or "kmalloc", as the store's --event */
+		g_string_append(q, strchr(o->event, '/') ? " AND event = " :
+				" AND splitByChar('/', event)[-1] = ");
+		ha_ch_sql_str(q, o->event);
+	}
+	if (o->last_ns >= 0)
+		g_string_append_printf(q, " AND ts + %" PRId64 " >= %s", o->last_ns, last);
+	return g_string_free(q, FALSE);
+}
+
+/* FROM of the selected events: events FINAL with each boot's last_ts when needed. */
+static char *event_from(const HaChReportOpts *o, const char *where)
+{
+	if (o->last_ns < 0)
+		return g_strdup_printf("events FINAL WHERE (host, domain, boot) GLOBAL IN"
+				       " (SELECT host, domain, boot FROM boots FINAL WHERE %s)",
+				       where);
+	return g_strdup_printf("events FINAL GLOBAL ANY INNER JOIN (SELECT host, domain, boot,"
+			       " max(ts) AS last_ts FROM events WHERE (host, domain, boot)"
+			       " GLOBAL IN (SELECT host, domain, boot FROM boots FINAL WHERE %s)"
+			       " GROUP BY host, domain, boot) USING (host, domain, boot) WHERE 1",
+			       where);
+}
+
+/* top and folded of the selected events: their stacks (event_stacks), summed. */
+static bool ch_event_stacks(HaCh *c, const HaChReportOpts *o, const char *where, bool top,
+			    guint limit, GString *out, GError **error)
+{
+	g_autofree char *ef = event_filter(o, "last_ts");
+	g_autofree char *from = event_from(o, where);
+	g_autofree char *lim = top ? g_strdup_printf(" LIMIT %u", limit) : g_strdup("");
+	g_autofree char *sql = g_strdup_printf(
+		"SELECT folded, sum(n) AS n FROM (SELECT host, domain, boot, stack, count() AS n"
+		" FROM %s AND %s GROUP BY host, domain, boot, stack) ANY INNER JOIN"
+		" (SELECT host, domain, boot, stack, folded FROM event_stacks FINAL)"
+		" USING (host, domain, boot, stack) GROUP BY folded ORDER BY %s%s"
+		" FORMAT TabSeparated", from, ef, top ? "n DESC, folded" : "folded", lim);
+	g_autofree char *tsql = g_strdup_printf(
+		"SELECT count(), uniqExact(host, domain, boot) FROM %s AND %s FORMAT TabSeparated",
+		from, ef);
+	g_autoptr(GString) a = g_string_new(NULL);
+	g_autoptr(GString) t = g_string_new(NULL);
+	g_auto(GStrv) lines = NULL;
+	uint64_t total = 0, nboots = 0;
+	guint i = 0;
+
+	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+		return false;
+	if (top) {
+		if (!ha_ch_query(c, tsql, NULL, 0, t, error))
+			return false;
+		sscanf(t->str, "%" SCNu64 "\t%" SCNu64, &total, &nboots);
+		g_string_append_printf(out, "%" PRIu64 " events in %" PRIu64 " boots across the"
+				       " fleet", total, nboots);
+		if (o->last_ns >= 0)
+			g_string_append_printf(out, ", the last %.3f s of each",
+					       (double)o->last_ns / 1e9);
+		g_string_append(out, ", top stacks merged by symbolic stack\n");
+	}
+	lines = g_strsplit(a->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+		uint64_t n;
+
+		if (!f || g_strv_length(f) != 2)
+			continue;
+		n = g_ascii_strtoull(f[1], NULL, 10);
+		if (top)
+			g_string_append_printf(out, "#%-3u %10" PRIu64 " events %5.1f%%  %s\n", ++i,
+					       n, total ? 100.0 * (double)n / (double)total : 0,
+					       f[0]);
+		else
+			g_string_append_printf(out, "%s %" PRIu64 "\n", f[0], n);
+	}
+	return true;
+}
+
+static void json_str(GString *o, const char *s)
+{
+	/* the store's JSON escaping (report.c), so that both print the same bytes */
+	g_string_append_c(o, '"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			g_string_append_printf(o, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			g_string_append_printf(o, "\\u%04x", ch);
+		else
+			g_string_append_c(o, (char)ch);
+	}
+	g_string_append_c(o, '"');
+}
+
+typedef struct {
+	char *folded;
+	char *json;
+} EvStack;
+
+static void ev_stack_free(gpointer p)
+{
+	EvStack *s = p;
+
+	g_free(s->folded);
+	g_free(s->json);
+	g_free(s);
+}
+
+/* One boot's selected events, the last @limit, oldest first. */
+static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint limit,
+			   GString *out, GError **error)
+{
+	g_autoptr(GString) key = g_string_new("host = ");
+	g_autoptr(GString) a = g_string_new(NULL);
+	g_autoptr(GString) sa = g_string_new(NULL);
+	g_autoptr(GHashTable) stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+							     g_free, ev_stack_free);
+	g_autofree char *ef = NULL, *sql = NULL, *ssql = NULL, *last = NULL;
+	g_auto(GStrv) lines = NULL;
+	guint n, first = 0;
+
+	ha_ch_sql_str(key, b[0]);
+	g_string_append(key, " AND domain = ");
+	ha_ch_sql_str(key, b[1]);
+	g_string_append(key, " AND boot = ");
+	ha_ch_sql_str(key, b[2]);
+	if (o->last_ns >= 0) {
+		g_autofree char *q = g_strdup_printf("SELECT max(ts) FROM events WHERE %s"
+						     " FORMAT TabSeparated", key->str);
+
+		if (!ha_ch_query(c, q, NULL, 0, a, error))
+			return false;
+		last = g_strdup_printf("%" PRIu64, g_ascii_strtoull(a->str, NULL, 10));
+		g_string_truncate(a, 0);
+	}
+	ef = event_filter(o, last);
+	sql = g_strdup_printf("SELECT ts, cpu, pid, event, fields, stack FROM events FINAL"
+			      " WHERE %s AND %s ORDER BY ts DESC, cpu DESC, page DESC, idx DESC"
+			      " LIMIT %u FORMAT TabSeparated", key->str, ef, limit);
+	ssql = g_strdup_printf("SELECT stack, folded, json FROM event_stacks FINAL WHERE %s"
+			       " FORMAT TabSeparated", key->str);
+	if (!ha_ch_query(c, sql, NULL, 0, a, error) ||
+	    !ha_ch_query(c, ssql, NULL, 0, sa, error))
+		return false;
+	lines = g_strsplit(sa->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+		EvStack *s;
+		uint64_t k;
+
+		if (!f || g_strv_length(f) != 3)
+			continue;
+		k = g_ascii_strtoull(f[0], NULL, 10);
+		s = g_new(EvStack, 1);
+		s->folded = g_strdup(f[1]);
+		s->json = g_strdup(f[2]);
+		g_hash_table_insert(stacks, g_memdup2(&k, sizeof(k)), s);
+	}
+	g_clear_pointer(&lines, g_strfreev);
+	lines = g_strsplit(a->str, "\n", -1);
+	n = g_strv_length(lines);
+	while (n && !*lines[n - 1])
+		n--;
+	if (o->json) {
+		g_string_append(out, "{\"host\":");
+		json_str(out, b[0]);
+		g_string_append(out, ",\"domain\":");
+		json_str(out, b[1]);
+		g_string_append(out, ",\"boot_id\":");
+		json_str(out, b[2]);
+		g_string_append_printf(out, ",\"boot\":%s,\"events\":[", b[3]);
+	} else {
+		g_string_append_printf(out, "%s %s boot %s (%s): last %u events, oldest first\n",
+				       b[0], b[1], b[3], b[2], n);
+	}
+	for (guint i = n; i-- > 0;) {
+		g_auto(GStrv) f = ha_ch_tsv_fields(lines[i]);
+		g_autofree char *text = NULL;
+		uint64_t k, ts;
+		EvStack *s;
+
+		if (g_strv_length(f) != 6)
+			continue;
+		text = *f[3] ? g_strconcat(f[3], ": ", f[4], NULL) : g_strdup(f[4]);
+		k = g_ascii_strtoull(f[5], NULL, 10);
+		s = g_hash_table_lookup(stacks, &k);
+		ts = g_ascii_strtoull(f[0], NULL, 10);
+		if (o->json) {
+			g_string_append_printf(out, "%s{\"ts\":%s,\"cpu\":%s,\"pid\":%s,"
+					       "\"event\":", first++ ? "," : "", f[0], f[1], f[2]);
+			json_str(out, text);
+			g_string_append_printf(out, ",\"stack\":%s}", s ? s->json : "null");
+		} else {
+			g_string_append_printf(out, "%" PRIu64 ".%09" PRIu64 " cpu%s pid %s  %s\n"
+					       "    %s\n", ts / 1000000000u, ts % 1000000000u, f[1],
+					       f[2], text, s ? s->folded : "[stack not shipped]");
+		}
+	}
+	g_string_append(out, o->json ? "]}\n" : "\n");
+	return true;
+}
+
+/* events: each selected boot's, in host, domain, boot order. */
+static bool ch_events(HaCh *c, const HaChReportOpts *o, const char *where, GString *out,
+		      GError **error)
+{
+	g_autofree char *sql = g_strdup_printf(
+		"SELECT host, domain, boot, boot_no FROM boots FINAL WHERE %s"
+		" ORDER BY host, domain, boot_no FORMAT TabSeparated", where);
+	g_autoptr(GString) a = g_string_new(NULL);
+	g_auto(GStrv) lines = NULL;
+
+	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+		return false;
+	lines = g_strsplit(a->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+
+		if (!f || g_strv_length(f) != 4)
+			continue;
+		if (!ch_boot_events(c, o, f, o->limit ? o->limit : EVENTS_DEFAULT, out, error))
+			return false;
+	}
+	return true;
+}
+
 /* top and folded: the current stacks of the selected boots, summed. */
 static bool ch_stacks(HaCh *c, const char *where, bool top, guint limit, GString *out,
 		      GError **error)
@@ -139,13 +378,20 @@ bool ha_ch_report(HaCh *c, const HaChReportOpts *o, GString *out, GError **error
 {
 	g_autofree char *where = boot_filter(o);
 
+	bool by_event = o->last_ns >= 0 || o->event;
+
 	if (!g_strcmp0(o->cmd, "boots"))
 		return ch_boots(c, where, out, error);
+	if (!g_strcmp0(o->cmd, "events"))
+		return ch_events(c, o, where, out, error);
+	if (by_event && (!g_strcmp0(o->cmd, "top") || !g_strcmp0(o->cmd, "folded")))
+		return ch_event_stacks(c, o, where, !g_strcmp0(o->cmd, "top"),
+				       o->limit ? o->limit : TOP_DEFAULT, out, error);
 	if (!g_strcmp0(o->cmd, "top"))
 		return ch_stacks(c, where, true, o->limit ? o->limit : TOP_DEFAULT, out, error);
 	if (!g_strcmp0(o->cmd, "folded"))
 		return ch_stacks(c, where, false, 0, out, error);
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-		    "report --clickhouse: boots, top or folded (events are not replicated yet)");
+		    "report --clickhouse: boots, top, events or folded");
 	return false;
 }

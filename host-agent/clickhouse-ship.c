@@ -13,42 +13,41 @@
 
 #include "report.h"
 
-#define INSERT_FLUSH_BYTES	(1u << 20)	/* one INSERT per MiB of rows */
+#include "clickhouse-rows.h"
 
-/* ---- RowBinary ------------------------------------------------------------------- */
+/* ---- batches ----------------------------------------------------------------------- */
 
-static void rb_u64(GByteArray *b, uint64_t v)
+bool ha_ch_batch_flush(HaChBatch *b, GError **error)
 {
-	uint8_t le[8];
+	g_autofree char *sql = NULL;
 
-	for (int i = 0; i < 8; i++)
-		le[i] = (uint8_t)(v >> (8 * i));
-	g_byte_array_append(b, le, 8);
+	if (!b->n)
+		return true;
+	sql = g_strdup_printf("INSERT INTO %s FORMAT RowBinary", b->table);
+	if (!ha_ch_query(b->ch, sql, b->rows->data, b->rows->len, NULL, error))
+		return false;
+	b->st->rows += b->n;
+	b->st->bytes += b->rows->len;
+	g_byte_array_set_size(b->rows, 0);
+	b->n = 0;
+	return true;
 }
 
-static void rb_u32(GByteArray *b, uint32_t v)
+bool ha_ch_batch_row_done(HaChBatch *b, GError **error)
 {
-	uint8_t le[4];
-
-	for (int i = 0; i < 4; i++)
-		le[i] = (uint8_t)(v >> (8 * i));
-	g_byte_array_append(b, le, 4);
+	b->n++;
+	return b->rows->len < HA_CH_FLUSH_BYTES || ha_ch_batch_flush(b, error);
 }
 
-/* String: LEB128 length, then the bytes. */
-static void rb_str(GByteArray *b, const char *s)
+uint64_t ha_ch_next_version(GKeyFile *kf, const char *group)
 {
-	size_t n = strlen(s), v = n;
+	/* rows of an attempt that died must not outrank the next one, whatever the
+	 * clock does */
+	uint64_t v = MAX((uint64_t)g_get_real_time(),
+			 g_key_file_get_uint64(kf, group, "version", NULL) + 1);
 
-	do {
-		uint8_t c = v & 0x7f;
-
-		v >>= 7;
-		if (v)
-			c |= 0x80;
-		g_byte_array_append(b, &c, 1);
-	} while (v);
-	g_byte_array_append(b, (const guint8 *)s, (guint)n);
+	g_key_file_set_uint64(kf, group, "version", v);
+	return v;
 }
 
 /* ---- one boot ---------------------------------------------------------------------- */
@@ -60,40 +59,11 @@ typedef struct {
 	HaShipStats *st;
 } Ship;
 
-/* The rows of one table, sent at INSERT_FLUSH_BYTES and at the end. */
-typedef struct {
-	const char *table;
-	GByteArray *rows;
-	uint64_t n;
-} Batch;
-
-static bool batch_flush(Ship *s, Batch *b, GError **error)
+static void key_cols(Ship *s, HaChBatch *b, const char *boot)
 {
-	g_autofree char *sql = NULL;
-
-	if (!b->n)
-		return true;
-	sql = g_strdup_printf("INSERT INTO %s FORMAT RowBinary", b->table);
-	if (!ha_ch_query(s->ch, sql, b->rows->data, b->rows->len, NULL, error))
-		return false;
-	s->st->rows += b->n;
-	s->st->bytes += b->rows->len;
-	g_byte_array_set_size(b->rows, 0);
-	b->n = 0;
-	return true;
-}
-
-static bool batch_row_done(Ship *s, Batch *b, GError **error)
-{
-	b->n++;
-	return b->rows->len < INSERT_FLUSH_BYTES || batch_flush(s, b, error);
-}
-
-static void key_cols(Ship *s, Batch *b, const char *boot)
-{
-	rb_str(b->rows, s->host);
-	rb_str(b->rows, s->domain);
-	rb_str(b->rows, boot);
+	ha_rb_str(b->rows, s->host);
+	ha_rb_str(b->rows, s->domain);
+	ha_rb_str(b->rows, boot);
 }
 
 /* The stacks ClickHouse has for the boot with events (a set of frames, owned). */
@@ -226,7 +196,7 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 {
 	g_autoptr(JsonParser) p = json_parser_new();
 	g_autoptr(GByteArray) rows = g_byte_array_new();
-	Batch bt = { .rows = rows };
+	HaChBatch bt = { .ch = s->ch, .rows = rows, .st = s->st };
 	JsonNode *root;
 	JsonArray *arr;
 	JsonObject *o;
@@ -260,23 +230,23 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		*sp = '\0';
 		g_hash_table_remove(gone, *l);
 		key_cols(s, &bt, boot);
-		rb_str(rows, *l);
-		rb_u64(rows, g_ascii_strtoull(sp + 1, NULL, 10));
-		rb_u64(rows, version);
-		if (!batch_row_done(s, &bt, error))
+		ha_rb_str(rows, *l);
+		ha_rb_u64(rows, g_ascii_strtoull(sp + 1, NULL, 10));
+		ha_rb_u64(rows, version);
+		if (!ha_ch_batch_row_done(&bt, error))
 			return false;
 	}
 	/* Stacks the boot no longer has: 0 events at this version. */
 	g_hash_table_iter_init(&it, gone);
 	while (g_hash_table_iter_next(&it, &k, NULL)) {
 		key_cols(s, &bt, boot);
-		rb_str(rows, k);
-		rb_u64(rows, 0);
-		rb_u64(rows, version);
-		if (!batch_row_done(s, &bt, error))
+		ha_rb_str(rows, k);
+		ha_rb_u64(rows, 0);
+		ha_rb_u64(rows, version);
+		if (!ha_ch_batch_row_done(&bt, error))
 			return false;
 	}
-	if (!batch_flush(s, &bt, error))
+	if (!ha_ch_batch_flush(&bt, error))
 		return false;
 
 	bt.table = "lost";
@@ -288,15 +258,15 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 			   SCNu64, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
 			continue;
 		key_cols(s, &bt, boot);
-		rb_u64(rows, v[0]);
-		rb_u32(rows, (uint32_t)v[1]);
+		ha_rb_u64(rows, v[0]);
+		ha_rb_u32(rows, (uint32_t)v[1]);
 		for (int i = 2; i < 6; i++)
-			rb_u64(rows, v[i]);
-		rb_u64(rows, version);
-		if (!batch_row_done(s, &bt, error))
+			ha_rb_u64(rows, v[i]);
+		ha_rb_u64(rows, version);
+		if (!ha_ch_batch_row_done(&bt, error))
 			return false;
 	}
-	if (!batch_flush(s, &bt, error))
+	if (!ha_ch_batch_flush(&bt, error))
 		return false;
 
 	bt.table = "stats";
@@ -308,37 +278,37 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNd64, &stream, &key, &value) != 3)
 			continue;
 		key_cols(s, &bt, boot);
-		rb_u64(rows, stream);
-		rb_u32(rows, (uint32_t)key);
-		rb_u64(rows, (uint64_t)value);
-		rb_u64(rows, version);
-		if (!batch_row_done(s, &bt, error))
+		ha_rb_u64(rows, stream);
+		ha_rb_u32(rows, (uint32_t)key);
+		ha_rb_u64(rows, (uint64_t)value);
+		ha_rb_u64(rows, version);
+		if (!ha_ch_batch_row_done(&bt, error))
 			return false;
 	}
-	if (!batch_flush(s, &bt, error))
+	if (!ha_ch_batch_flush(&bt, error))
 		return false;
 
 	/* Last: the boot's row; once it is confirmed, the watermark moves. */
 	bt.table = "boots";
-	rb_str(rows, s->host);
-	rb_str(rows, s->domain);
-	rb_str(rows, boot);
-	rb_u32(rows, (uint32_t)json_u64(o, "boot"));
-	rb_str(rows, json_s(o, "kernel"));
-	rb_u64(rows, (uint64_t)b->start_us);
-	rb_u64(rows, (uint64_t)b->end_us);
-	rb_str(rows, json_s(o, "ended"));
-	rb_u64(rows, json_u64(o, "events"));
-	rb_u64(rows, json_u64(o, "lost_frames"));
-	rb_u64(rows, json_u64(o, "lost_events"));
-	rb_u64(rows, json_u64(o, "stacks"));
-	rb_u64(rows, json_u64(o, "epochs"));
-	rb_u64(rows, json_u64(o, "malformed"));
-	rb_u64(rows, json_u64(o, "stack_not_received"));
-	rb_u64(rows, b->snap);
-	rb_u64(rows, version);
+	ha_rb_str(rows, s->host);
+	ha_rb_str(rows, s->domain);
+	ha_rb_str(rows, boot);
+	ha_rb_u32(rows, (uint32_t)json_u64(o, "boot"));
+	ha_rb_str(rows, json_s(o, "kernel"));
+	ha_rb_u64(rows, (uint64_t)b->start_us);
+	ha_rb_u64(rows, (uint64_t)b->end_us);
+	ha_rb_str(rows, json_s(o, "ended"));
+	ha_rb_u64(rows, json_u64(o, "events"));
+	ha_rb_u64(rows, json_u64(o, "lost_frames"));
+	ha_rb_u64(rows, json_u64(o, "lost_events"));
+	ha_rb_u64(rows, json_u64(o, "stacks"));
+	ha_rb_u64(rows, json_u64(o, "epochs"));
+	ha_rb_u64(rows, json_u64(o, "malformed"));
+	ha_rb_u64(rows, json_u64(o, "stack_not_received"));
+	ha_rb_u64(rows, b->snap);
+	ha_rb_u64(rows, version);
 	bt.n = 1;
-	return batch_flush(s, &bt, error);
+	return ha_ch_batch_flush(&bt, error);
 }
 
 bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
@@ -371,6 +341,8 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		BootNow b = { 0 };
 		bool ok;
 
+		if (!ha_ch_ship_events(c, store, host, domain, id, kf, group, mark, st, error))
+			return false;
 		/* Each report reads in its own transaction: while the boot streams, its
 		 * numbers and stacks may be a batch apart; the next round ships both of a
 		 * later moment, and a boot that ended does not move any more. */
@@ -391,9 +363,7 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		 * rows of an attempt that died must not outrank the next one, whatever
 		 * the clock does.
 		 */
-		version = MAX((uint64_t)g_get_real_time(),
-			      g_key_file_get_uint64(kf, group, "version", NULL) + 1);
-		g_key_file_set_uint64(kf, group, "version", version);
+		version = ha_ch_next_version(kf, group);
 		if (!g_key_file_save_to_file(kf, mark, error)) {
 			boot_now_clear(&b);
 			return false;

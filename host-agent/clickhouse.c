@@ -143,6 +143,15 @@ static const char *const schema[] = {
 	" host String, domain String, boot String, stream UInt64, key UInt32, value Int64,"
 	" version UInt64)"
 	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, stream, key)",
+	"CREATE TABLE IF NOT EXISTS events ("
+	" host String, domain String, boot String, cpu UInt32, page UInt64, idx UInt32,"
+	" ts UInt64, host_us Int64, event String, pid Int32, fields String,"
+	" stack_id Int64, stack UInt64, version UInt64)"
+	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, cpu, page, idx)",
+	"CREATE TABLE IF NOT EXISTS event_stacks ("
+	" host String, domain String, boot String, stack UInt64, kind String,"
+	" stack_id Int64, epoch Int64, folded String, json String, version UInt64)"
+	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, stack)",
 };
 
 void ha_ch_sql_str(GString *q, const char *s)

@@ -27,6 +27,14 @@
  * for its stack got it) is sent with 0 events. Reads use FINAL. The watermark, the
  * last snap and version confirmed per boot, is written to <store>.ship only after
  * ClickHouse acknowledged the boots row, which goes last: no loss, no duplicate.
+ *
+ * Events are rows of their own, sent incrementally per CPU page range rather than per
+ * snapshot (clickhouse-events.c has the watermark): `events`, one row per event as
+ * the store's `report events --json` shows it, keyed (host, domain, boot, cpu, page,
+ * idx), and `event_stacks`, each resolved stack of a boot's events once, keyed by a
+ * hash of its JSON, which events rows name. host_us, the event's host real time, is
+ * the boot's first contact plus the event's guest time since the boot's first stored
+ * event (host-agent/README.md says how far off it may be).
  */
 #ifndef HA_CLICKHOUSE_H
 #define HA_CLICKHOUSE_H
@@ -66,6 +74,7 @@ typedef struct {
 	guint boots;		/* shipped */
 	guint unchanged;	/* skipped: the snapshot ClickHouse has is current */
 	uint64_t rows;
+	uint64_t events;	/* rows of the events table among them */
 	uint64_t bytes;		/* RowBinary bytes sent */
 } HaShipStats;
 
@@ -78,16 +87,24 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		const char *mark, HaShipStats *st, GError **error);
 
 typedef struct {
-	const char *cmd;	/* boots, top, folded */
+	const char *cmd;	/* boots, top, events, folded */
 	const char *host;	/* filters, NULL: all */
 	const char *domain;
 	const char *ended;	/* clean, crashed, disconnected, running */
-	guint limit;		/* top: how many (0: default) */
-	int64_t since_us;	/* boots alive in this host real-time range, -1: open */
-	int64_t until_us;
+	guint limit;		/* top: how many; events: per boot (0: default) */
+	int64_t since_us;	/* boots alive in this host real-time range, -1: open; */
+	int64_t until_us;	/* events (and top, folded from them): events in it */
+	int64_t last_ns;	/* events in the last @last_ns of each boot's trace, -1 */
+	const char *event;	/* only this event ("kmem/kmalloc" or "kmalloc"), NULL */
+	bool json;		/* events: as the store's events --json, per boot */
 } HaChReportOpts;
 
-/* Fleet reports from the URL's database (local or Distributed tables). */
+/*
+ * Fleet reports from the URL's database (local or Distributed tables). top and
+ * folded count the `stacks` table (every event of the selected boots); with @last_ns
+ * or @event they count the `events` rows that pass those filters and, for events
+ * (and for them), the time range on the events' host time.
+ */
 bool ha_ch_report(HaCh *c, const HaChReportOpts *o, GString *out, GError **error);
 
 /*

@@ -283,9 +283,10 @@ static int run_ship(HaConfig *cfg, const HaWatch *w, int argc, char **argv)
 #endif
 }
 
-/* `report --clickhouse URL boots|top|folded`: across the fleet. */
+/* `report --clickhouse URL boots|top|events|folded`: across the fleet. */
 static int run_ch_report(HaConfig *cfg, const HaWatch *w, int argc, char **argv,
-			 int limit, double since, double until)
+			 int limit, double since, double until, double last, bool json,
+			 const char *event)
 {
 #ifdef HA_HAVE_CLICKHOUSE
 	g_autoptr(GError) e = NULL;
@@ -299,6 +300,9 @@ static int run_ch_report(HaConfig *cfg, const HaWatch *w, int argc, char **argv,
 		.limit = limit > 0 ? (guint)limit : 0,
 		.since_us = since >= 0 ? (int64_t)llround(since * 1e6) : -1,
 		.until_us = until >= 0 ? (int64_t)llround(until * 1e6) : -1,
+		.last_ns = last >= 0 ? (int64_t)llround(last * 1e9) : -1,
+		.event = event,
+		.json = json,
 	};
 
 	if (!ch || !ha_ch_report(ch, &o, out, &e)) {
@@ -469,7 +473,7 @@ int main(int argc, char **argv)
 	char *boot = NULL, *vmlinux = NULL, *cpus = NULL, *output = NULL;
 	char *format = NULL, *event = NULL;
 	gint limit = 0, max_malformed = -1, batch_mb = -1, time_probe_ms = -1;
-	gdouble since = -1, until = -1;
+	gdouble since = -1, until = -1, last = -1;
 	gint64 quota_mb = -1;
 	int rc;
 	GOptionEntry entries[] = {
@@ -526,12 +530,17 @@ int main(int argc, char **argv)
 		  "report top/events: how many", "N" },
 		{ "since", 0, 0, G_OPTION_ARG_DOUBLE, &since,
 		  "report events/flamegraph, export: from this trace-clock time (seconds);"
-		  " report --clickhouse: boots alive from this host time (Unix seconds)",
+		  " report --clickhouse: boots alive from this host time (Unix seconds), and events"
+		  " from it",
 		  "SECONDS" },
 		{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &until,
 		  "report events/flamegraph, export: up to this trace-clock time (seconds);"
-		  " report --clickhouse: boots alive up to this host time (Unix seconds)",
+		  " report --clickhouse: boots alive up to this host time (Unix seconds), and"
+		  " events up to it",
 		  "SECONDS" },
+		{ "last", 0, 0, G_OPTION_ARG_DOUBLE, &last,
+		  "report --clickhouse events/top/folded: the events of each boot's last"
+		  " SECONDS (of its trace: before a crash, say)", "SECONDS" },
 		{ "format", 0, 0, G_OPTION_ARG_STRING, &format,
 		  "report events: text (default) or perf-script", "FORMAT" },
 		{ "event", 0, 0, G_OPTION_ARG_STRING, &event,
@@ -595,7 +604,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc > 1 && strcmp(argv[1], "report") == 0 && watch.clickhouse)
-		rc = run_ch_report(&cfg, &watch, argc - 2, argv + 2, limit, since, until);
+		rc = run_ch_report(&cfg, &watch, argc - 2, argv + 2, limit, since, until, last,
+				   json, event);
 	else if (argc > 1 && strcmp(argv[1], "ship") == 0)
 		rc = run_ship(&cfg, &watch, argc - 2, argv + 2);
 	else if (argc > 1 && strcmp(argv[1], "report") == 0)
