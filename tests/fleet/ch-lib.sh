@@ -84,7 +84,7 @@ ch_fleet_schema() {
 	chq "CREATE DATABASE IF NOT EXISTS fleet" || fail "create fleet"
 }
 ch_fleet_distributed() {
-	for t in boots stacks lost stats; do
+	for t in boots stacks lost stats events event_stacks; do
 		chq "CREATE TABLE IF NOT EXISTS fleet.$t AS shard1.$t
 		     ENGINE = Distributed(fleet, '', $t, rand())" || fail "fleet.$t"
 	done

@@ -184,3 +184,53 @@ rows=$(chq "SELECT count() FROM fleet.stacks")
 live=$(chq "SELECT count() FROM fleet.stacks WHERE events > 0")
 [ "$live" = "$(cat "$T/nstacks")" ] || fail "fleet.stacks: $live rows with events, the stores have $(cat "$T/nstacks") stacks"
 ok "fleet.stacks after merges: $live rows with events (one per stack of each boot), $((rows - live)) stacks gone to 0"
+
+# events: every boot's events of every store, as `report events --json` gives them,
+# equal the fleet's exactly (each event's text, cpu, pid, time and whole stack object)
+all_events() {
+	local h=$1 d=$2 b
+	for b in $("$SQLITE3" "$T/$h/state/$d.db" "SELECT id FROM boots ORDER BY id"); do
+		echo "$h $d $(store "$h" events --json --boot "$b" --limit 1000000000 \
+			--domain-name "$d")"
+	done
+}
+for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3 hostC:c1; do
+	all_events "${s%%:*}" "${s#*:}"
+done >"$T/union.events"
+fleet events --json --limit 1000000000 >"$T/fleet.events" || fail "fleet events"
+n=$(python3 "$(dirname "$0")/events-cmp.py" "$T/union.events" "$T/fleet.events") ||
+	fail "fleet events != union of the stores': $n"
+[ "$n" -ge 150000 ] || fail "only $n events in the stores"
+ok "fleet events = union of 6 stores' events --json, exactly ($n events)"
+
+# no loss, no duplicate, through the agent's kills -9 and ClickHouse's: one row per
+# event once merged, as many as the stores have
+for t in shard1.events shard2.events shard1.event_stacks shard2.event_stacks; do
+	chq "OPTIMIZE TABLE $t FINAL" || fail "optimize $t"
+done
+rows=$(chq "SELECT count() FROM fleet.events")
+[ "$rows" = "$n" ] || fail "fleet.events: $rows rows after merges, the stores have $n events"
+keys=$(chq "SELECT uniqExact(host, domain, boot, cpu, page, idx) FROM fleet.events")
+[ "$keys" = "$n" ] || fail "fleet.events: $keys keys for $n events"
+ok "fleet.events after merges: $rows rows, one per event of the stores"
+
+# the last second before every crash: a2's events of its last second of trace
+lastts=$(python3 -c 'import json, sys
+print(max(e["ts"] for l in open(sys.argv[1]) for e in json.loads(l.split(" ", 2)[2])["events"]
+          if l.startswith("hostA a2 ")))' "$T/union.events")
+since=$(python3 -c "print('%.9f' % (($lastts - 10**9) / 1e9))")
+echo "hostA a2 $(store hostA events --json --domain-name a2 --since "$since" \
+	--limit 1000000000)" >"$T/a2.last"
+fleet events --json --last 1 --ended crashed --limit 1000000000 >"$T/fleet.last" ||
+	fail "fleet events --last 1"
+m=$(python3 "$(dirname "$0")/events-cmp.py" "$T/a2.last" "$T/fleet.last") ||
+	fail "fleet events --last 1 --ended crashed != a2's last second: $m"
+[ "$m" -gt 0 ] && [ "$m" -lt 30000 ] || fail "$m events in a2's last second"
+fleet folded --last 1 --ended crashed >"$T/last.folded" || fail "folded --last 1"
+[ "$(awk '{s += $NF} END {print s}' "$T/last.folded")" = "$m" ] ||
+	fail "folded --last 1 --ended crashed does not count a2's $m last events"
+fleet top -n 3 --last 1 --ended crashed >"$T/last.top" || fail "top --last 1"
+head -1 "$T/last.top" | grep -q "^$m events in 1 boots" || { cat "$T/last.top"; fail "top --last"; }
+[ "$(awk '/^#1 / {print $2}' "$T/last.top")" = \
+  "$(awk '{if ($NF > m) m = $NF} END {print m}' "$T/last.folded")" ] || fail "top --last #1"
+ok "the last second before the crash: events ($m) equal the store's, top and folded count them"
