@@ -1,0 +1,74 @@
+# Replication killed mid-way, deterministically: `ship` killed -9 while ClickHouse has
+# some of a store's events rows and not all, then ClickHouse killed -9 while the next
+# `ship` is half done; a last `ship` completes. ClickHouse then holds exactly the
+# store's events (byte for byte as `report events --json`), one row per event once
+# merged, and the boot's stacks; nothing sent twice counts twice.
+. "$1"
+. "$(dirname "$0")/ch-lib.sh"
+SHIP_PID=
+cleanup_k() {
+	[ -z "$SHIP_PID" ] || kill -9 "$SHIP_PID" 2>/dev/null
+	[ -z "$CH_PID" ] || kill -9 "$CH_PID" 2>/dev/null
+	cleanup
+}
+trap cleanup_k EXIT
+
+# a store of one crashed boot of 200000 events on 4 CPUs
+start_daemon --listen "$T/sock" --domain-name k1
+"$SYNTH_GUEST" --connect "$T/sock" --events 200000 --cpus 4 --epochs 3 --seed 91 \
+	--no-bye -q >/dev/null 2>"$T/guest.err" || { cat "$T/guest.err"; fail "synth-guest"; }
+wait_for grep -q "disconnected\|closed the connection" "$T/daemon.log" || fail "no disconnect"
+stop_daemon || fail "daemon exit status"
+
+ch_config
+ch_start
+chq "CREATE DATABASE k" || fail "create k"
+URL="${CH_URL}?database=k"
+nrows() { chq "SELECT count() FROM k.events" 2>/dev/null || echo -1; }
+ship_bg() {
+	"$HOST_AGENT" ship k1 "$URL" --host h --state-dir "$T/state" >>"$T/ship.log" 2>&1 &
+	SHIP_PID=$!
+}
+# mid_way N: wait until k.events has more than N rows while the ship still runs
+mid_way() {
+	for _ in $(seq 3000); do
+		kill -0 "$SHIP_PID" 2>/dev/null || return 1
+		[ "$(nrows)" -gt "$1" ] && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+ship_bg
+mid_way 0 || fail "the first ship ended before any events row"
+kill -9 "$SHIP_PID"
+wait "$SHIP_PID" 2>/dev/null
+SHIP_PID=
+r1=$(nrows)
+[ "$r1" -lt 200000 ] || fail "the ship was not killed mid-way ($r1 rows)"
+ok "ship killed -9 with $r1 of 200000 events rows in ClickHouse"
+
+ship_bg
+mid_way "$r1" || fail "the second ship added no row"
+ch_kill
+wait "$SHIP_PID" && fail "ship succeeded with ClickHouse killed"
+SHIP_PID=
+grep -q "ship: ClickHouse .*: " "$T/ship.log" || { cat "$T/ship.log"; fail "no error from ship"; }
+ch_start
+r2=$(nrows)
+ok "ClickHouse killed -9 mid-ship: $r2 rows kept, ship failed and said why"
+
+"$HOST_AGENT" ship k1 "$URL" --host h --state-dir "$T/state" 2>"$T/ship.err" ||
+	{ cat "$T/ship.err"; fail "the last ship"; }
+echo "h k1 $(report events --json --limit 1000000000 --domain-name k1)" >"$T/store.events"
+"$HOST_AGENT" report --clickhouse "$URL" events --json --limit 1000000000 >"$T/ch.events" ||
+	fail "report --clickhouse events"
+n=$(python3 "$(dirname "$0")/events-cmp.py" "$T/store.events" "$T/ch.events") ||
+	fail "ClickHouse's events != the store's: $n"
+[ "$n" = 200000 ] || fail "$n events compared, the guest traced 200000"
+chq "OPTIMIZE TABLE k.events FINAL" || fail "optimize"
+[ "$(nrows)" = 200000 ] || fail "$(nrows) rows after merges for 200000 events"
+report folded --domain-name k1 | sort >"$T/store.folded"
+"$HOST_AGENT" report --clickhouse "$URL" folded | sort | cmp -s - "$T/store.folded" ||
+	fail "folded differs"
+ok "after the kills: ClickHouse's events = the store's, byte for byte, one row each ($n)"
