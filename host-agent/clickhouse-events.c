@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "clocksync.h"
 #include "report.h"
 
 #define WINDOW_PAGES	256u
@@ -41,8 +42,9 @@ typedef struct {
 	const char *host;
 	const char *domain;
 	const char *boot_id;
-	int64_t host0_us;	/* host real time of the boot's first stored event */
-	uint64_t ts0;		/* its guest time */
+	HaClockMap *clock;	/* the boot's clock samples (clocksync.h), maybe none */
+	int64_t host0_us;	/* without: host real time of the boot's first contact */
+	uint64_t ts0;		/* and the guest time of its first stored event */
 	uint64_t version;	/* 0 until this ship sends something */
 	bool ended;
 	GHashTable *sent;	/* stack hashes sent in this ship (uint64_t *) */
@@ -68,7 +70,8 @@ static void on_event(const HaReportEvent *e, void *user)
 	uint64_t key = stack_hash(e->stack_json);
 	const char *colon = strstr(e->text, ": ");
 	size_t nlen = colon ? (size_t)(colon - e->text) : 0;
-	int64_t host_us;
+	int64_t host_us, host_ns, unc_us = -1;
+	uint64_t unc_ns;
 
 	if (x->error)
 		return;
@@ -97,9 +100,14 @@ static void on_event(const HaReportEvent *e, void *user)
 		if (!ha_ch_batch_row_done(&x->stk, &x->error))
 			return;
 	}
-	host_us = x->host0_us + (int64_t)((e->ts - x->ts0) / 1000);
-	if (e->ts < x->ts0)
+	if (ha_clockmap_to_host(x->clock, e->ts, HA_HOSTCLOCK_REALTIME, &host_ns, &unc_ns)) {
+		host_us = host_ns / 1000;
+		unc_us = (int64_t)((unc_ns + 999) / 1000);
+	} else if (e->ts >= x->ts0) {
+		host_us = x->host0_us + (int64_t)((e->ts - x->ts0) / 1000);
+	} else {
 		host_us = x->host0_us - (int64_t)((x->ts0 - e->ts) / 1000);
+	}
 	ha_rb_str(x->ev.rows, x->host);
 	ha_rb_str(x->ev.rows, x->domain);
 	ha_rb_str(x->ev.rows, x->boot_id);
@@ -108,6 +116,7 @@ static void on_event(const HaReportEvent *e, void *user)
 	ha_rb_u32(x->ev.rows, e->idx);
 	ha_rb_u64(x->ev.rows, e->ts);
 	ha_rb_u64(x->ev.rows, (uint64_t)host_us);
+	ha_rb_u64(x->ev.rows, (uint64_t)unc_us);
 	ha_rb_strn(x->ev.rows, e->text, nlen);
 	ha_rb_u32(x->ev.rows, (uint32_t)e->pid);
 	ha_rb_str(x->ev.rows, colon ? colon + 2 : e->text);
@@ -320,12 +329,17 @@ bool ha_ch_ship_events(HaCh *c, HaStore *store, const char *host, const char *do
 		.host = host, .domain = domain, .sent = sent,
 		.unres = unres, .st = st,
 	};
+	g_autoptr(HaClockMap) clock = NULL;
 	sqlite3_stmt *q;
 	bool moved;
 
 	sig = boot_signature(store, boot, &x.ended, &boot_id, error);
 	if (!sig)
 		return false;
+	clock = ha_clockmap_load(store, boot, error);
+	if (!clock)
+		return false;
+	x.clock = clock;
 	x.boot_id = boot_id;
 	moved = g_strcmp0(was, sig) != 0;
 	q = ha_store_stmt(store, "SELECT b.start_time, (SELECT MIN(ts_min) FROM chunks WHERE"

@@ -145,7 +145,8 @@ static const char *const schema[] = {
 	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, stream, key)",
 	"CREATE TABLE IF NOT EXISTS events ("
 	" host String, domain String, boot String, cpu UInt32, page UInt64, idx UInt32,"
-	" ts UInt64, host_us Int64, event String, pid Int32, fields String,"
+	" ts UInt64, host_us Int64, host_uncert_us Int64, event String, pid Int32,"
+	" fields String,"
 	" stack_id Int64, stack UInt64, version UInt64)"
 	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, cpu, page, idx)",
 	"CREATE TABLE IF NOT EXISTS event_stacks ("
