@@ -274,8 +274,8 @@ static int run_ship(HaConfig *cfg, const HaWatch *w, int argc, char **argv)
 	}
 	secs = (double)(g_get_monotonic_time() - t0) / 1e6;
 	g_printerr("host-agent ship: %s: %u boots shipped (%u unchanged), %" G_GUINT64_FORMAT
-		   " rows, %" G_GUINT64_FORMAT " bytes, %.2f s\n", base, st.boots, st.unchanged,
-		   st.rows, st.bytes, secs);
+		   " rows (%" G_GUINT64_FORMAT " events), %" G_GUINT64_FORMAT " bytes, %.2f s\n",
+		   base, st.boots, st.unchanged, st.rows, st.events, st.bytes, secs);
 	return 0;
 #else
 	g_printerr("host-agent: built without libcurl and json-glib: ship is not available\n");
