@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/package/t-deb.sh SRCDIR SYNTH_GUEST: the Debian packages, built from a copy of
-# the tree with dpkg-buildpackage, checked by lintian, then installed with their
+# the tree with dpkg-source and dpkg-buildpackage, checked by lintian, then installed with their
 # maintainer scripts by dpkg into a private root: an overlay over this system's own
 # root, in a mount namespace of the test's own, so nothing of this system changes and
 # the dependencies are the installed ones (no network, no debootstrap). In that root
@@ -40,6 +40,7 @@ git -C "$top" rev-parse --git-dir >/dev/null 2>&1 || fail "$top is not a git che
 	tar --null --no-recursion -T - -cf -) | tar -C "$W/src" -xf -
 [ -f "$W/src/debian/control" ] || fail "no debian/control in the copy"
 
+(cd "$W/src" && dpkg-source -b .) >"$W/source.log" 2>&1 || { cat "$W/source.log"; fail "dpkg-source -b"; }
 t0=$(date +%s)
 if ! (cd "$W/src" && DEB_BUILD_OPTIONS="parallel=2" dpkg-buildpackage -us -uc -b) \
 	>"$W/build.log" 2>&1; then
@@ -55,13 +56,13 @@ ok "dpkg-buildpackage -us -uc -b: both .debs in $(($(date +%s) - t0)) s"
 
 # lintian: no error and no warning; info and pedantic tags are printed for the record
 # (debian/source/lintian-overrides holds the justified ones).
-if ! lintian --allow-root --fail-on error,warning -I "$W"/virtio-stackmap_"${ver}"_"$arch".changes \
-	>"$W/lintian.log" 2>&1; then
+if ! lintian --allow-root --fail-on error,warning -I "$W"/virtio-stackmap_"${ver}".dsc \
+	"$W"/virtio-stackmap_"${ver}"_"$arch".changes >"$W/lintian.log" 2>&1; then
 	cat "$W/lintian.log"
 	fail "lintian"
 fi
 if [ -s "$W/lintian.log" ]; then echo "--- lintian (info)"; cat "$W/lintian.log"; fi
-ok "lintian: no error, no warning"
+ok "lintian, source and binary packages: no error, no warning"
 
 # What each package holds: the guest agent never in the host package nor in a bindir.
 dpkg-deb -c "$host_deb" | awk '{print $6}' >"$W/host.files"
