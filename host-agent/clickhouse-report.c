@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* clickhouse-report.c - `report --clickhouse URL`: boots, top, folded across the fleet. */
 #include "clickhouse.h"
+#include "report.h"
 
 #include <gio/gio.h>
 #include <inttypes.h>
@@ -170,23 +171,6 @@ static bool ch_event_stacks(HaCh *c, const HaChReportOpts *o, const char *where,
 	return true;
 }
 
-static void json_str(GString *o, const char *s)
-{
-	/* the store's JSON escaping (report.c), so that both print the same bytes */
-	g_string_append_c(o, '"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			g_string_append_printf(o, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			g_string_append_printf(o, "\\u%04x", ch);
-		else
-			g_string_append_c(o, (char)ch);
-	}
-	g_string_append_c(o, '"');
-}
-
 typedef struct {
 	char *folded;
 	char *json;
@@ -258,11 +242,11 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 		n--;
 	if (o->json) {
 		g_string_append(out, "{\"host\":");
-		json_str(out, b[0]);
+		ha_report_json_str(out, b[0]);
 		g_string_append(out, ",\"domain\":");
-		json_str(out, b[1]);
+		ha_report_json_str(out, b[1]);
 		g_string_append(out, ",\"boot_id\":");
-		json_str(out, b[2]);
+		ha_report_json_str(out, b[2]);
 		g_string_append_printf(out, ",\"boot\":%s,\"events\":[", b[3]);
 	} else {
 		g_string_append_printf(out, "%s %s boot %s (%s): last %u events, oldest first\n",
@@ -283,7 +267,7 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 		if (o->json) {
 			g_string_append_printf(out, "%s{\"ts\":%s,\"cpu\":%s,\"pid\":%s,"
 					       "\"event\":", first++ ? "," : "", f[0], f[1], f[2]);
-			json_str(out, text);
+			ha_report_json_str(out, text);
 			g_string_append_printf(out, ",\"stack\":%s}", s ? s->json : "null");
 		} else {
 			g_string_append_printf(out, "%" PRIu64 ".%09" PRIu64 " cpu%s pid %s  %s\n"

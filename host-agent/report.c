@@ -214,7 +214,7 @@ static void progress_end(Progress *p)
 
 /* ---- output helpers ----------------------------------------------------------- */
 
-static void json_str(GString *o, const char *s)
+void ha_report_json_str(GString *o, const char *s)
 {
 	g_string_append_c(o, '"');
 	for (; *s; s++) {
@@ -283,9 +283,9 @@ static void json_frames(GString *o, const Stack *st, const HaSyms *syms)
 		g_autofree char *a = g_strdup_printf("0x%" PRIx64, ip);
 
 		g_string_append_printf(o, "%s{\"ip\":", i ? "," : "");
-		json_str(o, a);
+		ha_report_json_str(o, a);
 		g_string_append(o, ",\"sym\":");
-		json_str(o, f);
+		ha_report_json_str(o, f);
 		{
 			g_auto(GStrv) lines = ha_syms_lines(syms, ip);
 
@@ -294,7 +294,7 @@ static void json_frames(GString *o, const Stack *st, const HaSyms *syms)
 				for (guint j = 0; lines[j]; j++) {
 					if (j)
 						g_string_append_c(o, ',');
-					json_str(o, lines[j]);
+					ha_report_json_str(o, lines[j]);
 				}
 				g_string_append(o, "]");
 			}
@@ -317,7 +317,7 @@ static void json_stack(GString *o, const Stack *st, const HaSyms *syms)
 		g_string_append_printf(o, ",\"full_id\":%" PRId64, st->sid);
 	if (st->why) {
 		g_string_append(o, ",\"why\":");
-		json_str(o, st->why);
+		ha_report_json_str(o, st->why);
 	}
 	g_string_append(o, ",\"frames\":");
 	json_frames(o, st, syms);
@@ -644,15 +644,15 @@ static bool report_boots(HaStore *s, const HaReportOpts *o, GString *out, GError
 		if (o->json) {
 			g_string_append_printf(out, "%s{\"boot\":%" PRId64 ",\"boot_id\":",
 					       i ? "," : "", b);
-			json_str(out, uuid);
+			ha_report_json_str(out, uuid);
 			g_string_append(out, ",\"kernel\":");
-			json_str(out, rel ? rel : "");
+			ha_report_json_str(out, rel ? rel : "");
 			g_string_append(out, ",\"start\":");
-			json_str(out, start);
+			ha_report_json_str(out, start);
 			g_string_append(out, ",\"end\":");
-			json_str(out, end);
+			ha_report_json_str(out, end);
 			g_string_append(out, ",\"ended\":");
-			json_str(out, ended);
+			ha_report_json_str(out, ended);
 			g_string_append_printf(out, ",\"events\":%" PRIu64 ",\"lost_frames\":%"
 					       PRIu64 ",\"lost_events\":%" PRIu64 ",\"stacks\":%"
 					       PRId64 ",\"epochs\":%" PRId64 ",\"malformed\":%"
@@ -911,7 +911,7 @@ static bool report_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_f
 
 			g_string_append_printf(out, "%s{\"count\":%" PRIu64 ",\"boot\":%" PRId64
 					       ",\"folded\":", i ? "," : "", e->count, e->boot);
-			json_str(out, f);
+			ha_report_json_str(out, f);
 			g_string_append(out, ",\"stack\":");
 			json_stack(out, &e->st, syms);
 			g_string_append(out, "}");
@@ -1340,7 +1340,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 						       PRIu64 "},", ha_host_clock_name(hclock),
 						       hns, hunc);
 			g_string_append(out, "\"event\":");
-			json_str(out, e->text ? e->text : "");
+			ha_report_json_str(out, e->text ? e->text : "");
 			g_string_append(out, ",\"stack\":");
 			json_stack(out, &e->st, syms);
 			g_string_append(out, "}");

@@ -96,4 +96,8 @@ bool ha_report_cpu_events(HaStore *store, int64_t boot, uint32_t cpu, uint64_t f
 			  uint64_t to, HaReportEventFn fn, void *user, uint64_t *ret_pages,
 			  GError **error);
 
+/* @s as a JSON string, escaped as every report's JSON is (bytes outside printable
+ * ASCII as \u00XX), so that the store's and the fleet's reports print the same bytes. */
+void ha_report_json_str(GString *o, const char *s);
+
 #endif /* HA_REPORT_H */
