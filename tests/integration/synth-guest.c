@@ -754,7 +754,10 @@ static void drop_acked(Guest *g)
 	}
 }
 
-/* Read what the host sent; @block waits for something. Returns false on EOF/error. */
+/*
+ * Read what the host sent; @block waits for something, and with @ret_welcome for
+ * the WELCOME, whose resume seq it stores there. Returns false on EOF/error.
+ */
 static bool read_host(Guest *g, bool block, uint64_t *ret_welcome)
 {
 	for (;;) {
@@ -773,7 +776,9 @@ static bool read_host(Guest *g, bool block, uint64_t *ret_welcome)
 				if (smp_ack_decode(&a, f.payload, f.len) == 0 && a > g->acked)
 					g->acked = a;
 				drop_acked(g);
-				block = false;
+				/* waiting for a WELCOME: an ACK of the last session ends no wait */
+				if (!ret_welcome)
+					block = false;
 			} else if (f.type == SMP_TIME && g->o.answer_time) {
 				if (!answer_time(g, &f))
 					return false;

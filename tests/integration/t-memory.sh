@@ -22,6 +22,9 @@ stored=$("$SQLITE3" "$db" "SELECT COALESCE(SUM(length(text)), 0) FROM texts WHER
 nstored=$("$SQLITE3" "$db" "SELECT COUNT(*) FROM texts WHERE kind = 'format'")
 malformed=$("$SQLITE3" "$db" "SELECT SUM(malformed) FROM streams")
 nmal=$("$SQLITE3" "$db" "SELECT COUNT(*) FROM streams WHERE malformed > 0")
+ndup=$("$SQLITE3" "$db" "SELECT SUM(dup_frames) FROM streams")
+# each session resumes where the host's WELCOME says: no frame is sent twice
+[ "$ndup" -eq 0 ] || fail "format-flood: $ndup frames came as duplicates"
 [ "$nmal" -ge 2 ] || fail "format-flood: refused formats not counted as malformed in both streams"
 [ "$stored" -le $((8 * 1024 * 1024)) ] || fail "formats stored for the boot: $stored bytes > 8 MiB"
 # every cut text refused, and whole ones beyond the budget (the log shows the first)
