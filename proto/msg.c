@@ -32,6 +32,7 @@ static const struct msg_desc msg_table[256] = {
 	[SMP_STATS]	= { "STATS",   8, 8 + 16 * SMP_STATS_MAX },
 	[SMP_BYE]	= { "BYE",     8, 8 },
 	[SMP_TIME_REPLY] = { "TIME_REPLY", SMP_TIME_SIZE, SMP_TIME_SIZE },
+	[SMP_CMDLINES]	= { "CMDLINES", SMP_TEXT_FIXED, SMP_MAX_PAYLOAD },
 	[SMP_WELCOME]	= { "WELCOME", 16, 16 },
 	[SMP_ACK]	= { "ACK",     8, 8 },
 	[SMP_TIME]	= { "TIME",    SMP_TIME_SIZE, SMP_TIME_SIZE },

@@ -39,7 +39,7 @@ extern "C" {
 
 #define SMP_MAGIC		0x50414d53u	/* "SMAP" */
 #define SMP_VERSION_MAJOR	1
-#define SMP_VERSION_MINOR	1
+#define SMP_VERSION_MINOR	2
 #define SMP_HDR_SIZE		32u
 #define SMP_MAX_PAYLOAD		(256u * 1024u)
 
@@ -57,6 +57,7 @@ enum smp_type {
 	SMP_STATS	= 9,
 	SMP_BYE		= 10,
 	SMP_TIME_REPLY	= 11,	/* unsequenced (1.1) */
+	SMP_CMDLINES	= 12,	/* 1.2 */
 	SMP_WELCOME	= 129,
 	SMP_ACK		= 130,
 	SMP_TIME	= 131,	/* 1.1 */
@@ -227,7 +228,7 @@ struct smp_format {
 long smp_format_encode(const struct smp_format *m, uint8_t *buf, size_t cap);
 int smp_format_decode(struct smp_format *ret, const uint8_t *buf, size_t len);
 
-/* KSYMS and MODULES */
+/* KSYMS, MODULES and CMDLINES */
 #define SMP_TEXT_LAST		0x1u
 #define SMP_TEXT_FIXED		16u
 struct smp_text {
