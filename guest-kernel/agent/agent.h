@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cmdlines.h"
 #include "delta.h"
 #include "latency.h"
 #include "port.h"
@@ -97,6 +98,8 @@ struct agent {
 	char *modules;		/* the last /proc/modules sent */
 	uint32_t ksyms_gen;
 	uint32_t modules_gen;
+	struct cmdlines cmdlines;	/* saved_cmdlines as last sent */
+	uint32_t cmdlines_gen;
 
 	uint64_t first_epoch_seq;	/* of the stream's first EPOCH frame, 0: none yet */
 
@@ -124,9 +127,12 @@ void agent_free(struct agent *a);
 
 /* (Re)build the HELLO frame from the current facts and hand it to the session. */
 int agent_build_hello(struct agent *a);
-/* Queue a metadata snapshot: FORMAT of every known format, KSYMS, MODULES. @regen:
+/* Queue a metadata snapshot: FORMAT of every known format, KSYMS, MODULES, CMDLINES
+ * (whole). @regen:
  * a new generation (a resend or a change), else generation 0 of a new stream. */
 int agent_send_metadata(struct agent *a, bool regen);
+/* Queue CMDLINES: the whole saved_cmdlines when @full, else what changed, if anything. */
+void agent_send_cmdlines(struct agent *a, bool full);
 /* Read every CPU's pages and the delta file into the window. */
 void agent_collect(struct agent *a);
 /* The slow periodic work: new enabled events, module changes, the delta file, LOST. */

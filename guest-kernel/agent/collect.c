@@ -21,6 +21,8 @@
 /* Text chunk size: a KSYMS/MODULES frame fits one 32 KiB port write. */
 #define TEXT_CHUNK (32u * 1024u - SMP_HDR_SIZE - SMP_TEXT_FIXED)
 #define KALLSYMS_MAX (128u * 1024u * 1024u)
+/* saved_cmdlines at its largest (saved_cmdlines_size 32768, "PID COMM\n" each) */
+#define CMDLINES_FILE_MAX (1024u * 1024u)
 
 static bool list_has(const char *list, size_t len, const char *name)
 {
@@ -136,6 +138,28 @@ static void send_modules(struct agent *a, char *text, size_t len)
 		log_warning("cannot queue MODULES: %s", strerror(-r));
 }
 
+void agent_send_cmdlines(struct agent *a, bool full)
+{
+	_cleanup_free_ char *text = NULL, *lines = NULL;
+	size_t len, n;
+	int r;
+
+	r = read_text(a->tracefs, "saved_cmdlines", CMDLINES_FILE_MAX, &text, &len);
+	if (r < 0) {
+		log_once(LOG_NOTICE, "cannot read %s/saved_cmdlines: %s (no CMDLINES sent: the "
+			 "host's exports name tasks by pid only)", a->tracefs, strerror(-r));
+		return;
+	}
+	r = cmdlines_diff(&a->cmdlines, text, len, full, &lines, &n);
+	if (r < 0 || n == 0)
+		return;
+	r = stream_text(a->win, SMP_CMDLINES, a->cmdlines_gen++, lines, n, TEXT_CHUNK);
+	if (r < 0) {
+		log_warning("cannot queue CMDLINES: %s", strerror(-r));
+		cmdlines_clear(&a->cmdlines);	/* the next one carries the whole table */
+	}
+}
+
 int agent_send_metadata(struct agent *a, bool regen)
 {
 	_cleanup_free_ char *mods = NULL, *ftrace = NULL, *enabled = NULL;
@@ -178,6 +202,7 @@ int agent_send_metadata(struct agent *a, bool regen)
 	free(a->modules);
 	a->modules = mods;
 	mods = NULL;
+	agent_send_cmdlines(a, true);
 	win_get_stats(a->win, &ws);
 	log_info("metadata queued: %zu formats, KSYMS generation %" PRIu32 ", MODULES "
 		 "generation %" PRIu32 " (%" PRIu64 " frames)",
@@ -466,6 +491,7 @@ void agent_rescan(struct agent *a)
 	agent_collect(a);		/* the safety net for a missed wake-up */
 	send_new_formats(a);
 	modules_rescan(a);
+	agent_send_cmdlines(a, false);
 	delta_try_open(a);
 	agent_queue_lost(a, false);
 }
@@ -518,6 +544,8 @@ int agent_fresh_stream(struct agent *a)
 	a->formats = NULL;
 	a->formats_len = 0;
 	a->ksyms_gen = a->modules_gen = 0;
+	cmdlines_clear(&a->cmdlines);
+	a->cmdlines_gen = 0;
 	a->lost_sent = false;
 	memset(a->lost_last, 0, a->nr_cpu_dirs * sizeof(*a->lost_last));
 	a->lost_frames_last = a->lost_bytes_last = 0;
@@ -766,6 +794,7 @@ void agent_free(struct agent *a)
 	free(a->cpus);
 	free(a->formats);
 	free(a->modules);
+	cmdlines_clear(&a->cmdlines);
 	free(a->lost_last);
 	latency_done(&a->lat);
 }

@@ -11,6 +11,7 @@
  * may need what the gap carried:
  *
  *   FORMAT, KSYMS, MODULES   the pages are parsed with them: a new metadata snapshot;
+ *   CMDLINES                 (the task names) the same snapshot carries the whole table;
  *   STACKS, EPOCH            a STACKS frame is for the epoch in effect where it was
  *                            queued, and the host refuses one before the stream's
  *                            first EPOCH: the EPOCH frame in effect at the first held
@@ -36,7 +37,8 @@
 
 #define GAP_BIT(t) (1ull << (t))
 /* Types whose loss needs a new metadata snapshot ahead of the held frames. */
-#define GAP_META_TYPES (GAP_BIT(SMP_FORMAT) | GAP_BIT(SMP_KSYMS) | GAP_BIT(SMP_MODULES))
+#define GAP_META_TYPES (GAP_BIT(SMP_FORMAT) | GAP_BIT(SMP_KSYMS) | GAP_BIT(SMP_MODULES) | \
+			GAP_BIT(SMP_CMDLINES))
 /* Types whose loss needs the epoch in effect ahead and the whole map after. */
 #define GAP_MAP_TYPES (GAP_BIT(SMP_STACKS) | GAP_BIT(SMP_EPOCH))
 

@@ -349,6 +349,7 @@ static void begin_stop(struct agent *a, const char *why)
 	log_info("%s: sending BYE", why);
 	a->stopping = true;
 	agent_collect(a);
+	agent_send_cmdlines(a, false);	/* the tasks of the last events drained */
 	agent_queue_lost(a, true);
 	agent_queue_stats(a, true);
 	seq = n > 0 ? win_append(a->win, SMP_BYE, bye, (uint32_t)n) : -EINVAL;

@@ -177,6 +177,7 @@ static void apply(struct recv_state *s, const struct smp_frame *f)
 		break;
 	case SMP_KSYMS:
 	case SMP_MODULES:
+	case SMP_CMDLINES:
 		if (smp_text_decode(&t, f->payload, f->len) < 0)
 			s->malformed++;
 		break;

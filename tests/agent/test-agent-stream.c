@@ -14,6 +14,8 @@
  *   - a host disconnect in the middle of a frame, with tracing going on meanwhile,
  *     loses nothing: the agent resends from the resume point (RESENT);
  *   - a module change sends new KSYMS and MODULES generations;
+ *   - CMDLINES: saved_cmdlines whole at the start of each stream, then only the
+ *     lines that changed, and the last change before BYE;
  *   - garbage and unknown types from the host give a log line and a new handshake;
  *     a WELCOME outside the window gives a log line and a fresh stream;
  *   - with a tiny window and the host away, the oldest frames are dropped and LOST
@@ -193,6 +195,7 @@ static void make_tree(void)
 	put_text("tracefs/set_event", "kmem:kmalloc\n");
 	put_text("tracefs/set_event_notrace_pid", "");
 	put_text("tracefs/trace_marker", "");
+	put_text("tracefs/saved_cmdlines", "42 bash\n1 init\n8 <...>\n");
 	put_text("tracefs/options/stackmap", "1\n");
 	put_text("tracefs/stack_map_stat", "entries:      0 / 16384\ntable_size:   32768\n"
 		 "successes:    0\ndrops:        0\nsuccess_rate: 0%\n");
@@ -315,6 +318,9 @@ struct rx {
 	uint64_t first_seq_of_stream;
 	uint8_t first_type_of_stream;
 	unsigned time_replies;		/* TIME_REPLY frames (unsequenced) */
+	unsigned cmdlines_frames;	/* CMDLINES frames applied */
+	uint32_t cmdlines_gen;		/* of the last one */
+	char cmdlines[1024];		/* its text */
 	uint64_t time_reply_id;
 	int32_t time_reply_status;
 };
@@ -476,6 +482,20 @@ static void apply(struct rx *r, const struct smp_frame *f)
 	case SMP_MODULES:
 		apply_text(r, f);
 		break;
+	case SMP_CMDLINES: {
+		struct smp_text t;
+
+		if (smp_text_decode(&t, f->payload, f->len) < 0 ||
+		    t.text_len >= sizeof(r->cmdlines) || !(t.flags & SMP_TEXT_LAST)) {
+			r->malformed++;
+			break;
+		}
+		memcpy(r->cmdlines, t.text, t.text_len);
+		r->cmdlines[t.text_len] = '\0';
+		r->cmdlines_gen = t.generation;
+		r->cmdlines_frames++;
+		break;
+	}
 	case SMP_LOST:
 		if (smp_lost_decode(&lost, f->payload, f->len) < 0 || lost.nr != NR_CPUS) {
 			r->malformed++;
@@ -933,6 +953,13 @@ static void scenario_end(void)
 	smp_decoder_free(rx.dec);
 }
 
+static unsigned want_cmdlines;
+
+static bool got_cmdlines(struct rx *r)
+{
+	return r->cmdlines_frames >= want_cmdlines;
+}
+
 static bool got_time_reply(struct rx *r)
 {
 	return r->time_replies > 0;
@@ -987,6 +1014,9 @@ static void scenario_main(void)
 	ok(rx.modules_seen && rx.modules_last_gen == 0, "MODULES generation 0");
 	ok(rx.first_seq_of_stream == 1 && rx.first_type_of_stream == SMP_FORMAT,
 	   "the stream starts at seq 1 with FORMAT");
+	ok(rx.cmdlines_frames == 1 && rx.cmdlines_gen == 0 &&
+	   !strcmp(rx.cmdlines, "1 init\n42 bash\n"),
+	   "CMDLINES generation 0: saved_cmdlines by pid, without the placeholder");
 
 	/* 2b. a clock probe: the marker into trace_marker, then the reply */
 	ok(rx.hello.flags & SMP_HELLO_TIME, "HELLO offers TIME (trace_marker is there)");
@@ -1020,6 +1050,12 @@ static void scenario_main(void)
 	ok(strstr(rx.format_names, "kmem/kfree ") != NULL, "FORMAT of the newly enabled event");
 	ok(rx.modules_last_gen == 1 && rx.ksyms_bytes[1] == kallsyms_len,
 	   "module change: MODULES and KSYMS generation 1");
+	/* a reused pid and a new task: those two lines only */
+	put_text("tracefs/saved_cmdlines", "42 make\n1 init\n77 cc1\n");
+	want_cmdlines = 2;
+	ok(rx_pump(&rx, TIMEOUT_MS, got_cmdlines) && rx.cmdlines_gen == 1 &&
+	   !strcmp(rx.cmdlines, "42 make\n77 cc1\n"),
+	   "CMDLINES generation 1: the changed lines only");
 
 	/* 4. the host goes away in the middle of a frame while tracing goes on */
 	rx.ack = false;
@@ -1091,11 +1127,19 @@ static void scenario_main(void)
 	want_pages = rx.pages + 10;
 	write_pages(10);
 	ok(rx_pump(&rx, TIMEOUT_MS, got_pages), "pages flow on the fresh stream");
+	ok(rx.cmdlines_gen == 0 && !strcmp(rx.cmdlines, "1 init\n42 make\n77 cc1\n"),
+	   "the fresh stream's CMDLINES: the whole table again");
+	want_cmdlines = rx.cmdlines_frames + 1;
+
+	/* 6b. a task named after the last rescan: sent with the final drain */
+	put_text("tracefs/saved_cmdlines", "42 make\n1 init\n77 cc1\n99 late\n");
 
 	/* 7. SIGTERM: LOST, STATS, BYE, exit 0 */
 	kill(pid, SIGTERM);
 	ok(rx_pump(&rx, TIMEOUT_MS, got_bye), "SIGTERM: BYE arrives");
 	ok(rx.lost > 0 && rx.stats > 0, "LOST (%u) and STATS (%u) arrived", rx.lost, rx.stats);
+	ok(got_cmdlines(&rx) && !strcmp(rx.cmdlines, "99 late\n"),
+	   "the last change of saved_cmdlines arrives before BYE");
 	rx_pump(&rx, 300, NULL);
 	st = wait_exit(pid, TIMEOUT_MS);
 	is_int(st, 0, "the agent exits 0 after BYE is ACKed");
