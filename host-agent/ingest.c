@@ -1117,7 +1117,8 @@ static bool on_text(HaConn *c, const struct smp_frame *f, GError **error)
 		malformed(c, f, "%s", smp_strerror(r));
 		return true;
 	}
-	return store_text(c, f->type == SMP_KSYMS ? "ksyms" : "modules", "", c->stream,
+	return store_text(c, f->type == SMP_KSYMS ? "ksyms" : f->type == SMP_MODULES ?
+			  "modules" : "cmdlines", "", c->stream,
 			  m.generation, m.chunk, m.flags & SMP_TEXT_LAST, f->seq, m.text,
 			  m.text_len, error);
 }
@@ -1380,6 +1381,7 @@ static bool apply(HaConn *c, const struct smp_frame *f, GError **error)
 		return on_format(c, f, error);
 	case SMP_KSYMS:
 	case SMP_MODULES:
+	case SMP_CMDLINES:
 		return on_text(c, f, error);
 	case SMP_PAGE:
 		return on_page(c, f, error);
