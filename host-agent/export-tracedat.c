@@ -26,7 +26,7 @@
  *   "header_page\0" u64 + text, "header_event\0" u64 + text
  *   u32 count + (u64 + text) of the ftrace/ formats
  *   u32 systems + (name\0, u32 count, (u64 + text)...) of the other formats
- *   u32 + kallsyms text, u32 0 (no printk formats), u64 + saved cmdlines (none sent)
+ *   u32 + kallsyms text, u32 0 (no printk formats), u64 + saved cmdlines (cmdlines.h)
  *   u32 CPU slots, "options  \0", TRACECLOCK and UNAME options, u16 0
  *   "flyrecord\0", per CPU slot u64 offset + u64 size (filled in last), u64 + the
  *   trace_clock text, zeros to the next page boundary, then the pages, CPU by CPU.
@@ -42,6 +42,7 @@
 #include <zstd.h>
 
 #include "chunk.h"
+#include "cmdlines.h"
 #include "clocksync.h"
 #include "proto.h"
 #include "printfmt.h"
@@ -507,8 +508,12 @@ static bool load_epochs(Exporter *x, GError **error)
 	return true;
 }
 
+/* Stacks cached at most (then the cache starts again): bounds the memory of a boot
+ * with many epochs; one epoch's map (2^19 ids at most) mostly fits. */
+#define STACK_CACHE_MAX	65536u
+
 /* The stack of @id at @ts: the newest epoch with its tag started by @ts (report.h).
- * Borrowed from the cache; NULL when the store has none. */
+ * Borrowed from the cache (valid until the next call); NULL when the store has none. */
 static GBytes *lookup_stack(Exporter *x, uint32_t id, uint64_t ts)
 {
 	GArray *a = g_hash_table_lookup(x->epochs, GINT_TO_POINTER(smp_id_tag(id)));
@@ -529,6 +534,8 @@ static GBytes *lookup_stack(Exporter *x, uint32_t id, uint64_t ts)
 	key = (uint64_t)epoch << 32 | id;
 	if (g_hash_table_lookup_extended(x->stacks, &key, NULL, &val))
 		return val;
+	if (g_hash_table_size(x->stacks) >= STACK_CACHE_MAX)
+		g_hash_table_remove_all(x->stacks);
 	st = ha_store_stmt(x->store, "SELECT ips FROM stacks WHERE boot = ? AND epoch = ?"
 			   " AND stack_id = ?", NULL);
 	if (st) {
@@ -740,11 +747,36 @@ static GBytes *load_kallsyms(Exporter *x)
 }
 
 /*
+ * The boot's saved cmdlines: every CMDLINES text of every stream, in the order the
+ * guest sent them (a later line for a pid wins), bounded by cmdlines.h.
+ */
+static GBytes *load_cmdlines(Exporter *x, GError **error)
+{
+	g_autoptr(HaCmdlines) c = ha_cmdlines_new();
+	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT text FROM texts WHERE boot = ? AND"
+					 " kind = 'cmdlines' ORDER BY seq", error);
+
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, x->boot);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		ha_cmdlines_add(c, sqlite3_column_blob(st, 0),
+				(size_t)sqlite3_column_bytes(st, 0));
+	sqlite3_reset(st);
+	x->stats->cmdlines = ha_cmdlines_size(c);
+	if (ha_cmdlines_refused(c))
+		g_printerr("host-agent export: %" PRIu64 " saved cmdlines lines of boot %" PRId64
+			   " refused (malformed or beyond %u pids)\n", ha_cmdlines_refused(c),
+			   x->boot, HA_CMDLINES_MAX);
+	return ha_cmdlines_text(c);
+}
+
+/*
  * Everything before the trace data: v6's fixed sequence, or v7's compression header
  * and one section per part, each named by an option (written after the data).
  */
-static void write_header(Out *out, GArray *fs, GBytes *ksyms, uint32_t psize,
-			 uint32_t slots, const char *clock, const char *release,
+static void write_header(Out *out, GArray *fs, GBytes *ksyms, GBytes *cmdlines,
+			 uint32_t psize, uint32_t slots, const char *clock, const char *release,
 			 uint64_t *ret_options_at)
 {
 	static const uint8_t magic[] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
@@ -829,7 +861,7 @@ static void write_header(Out *out, GArray *fs, GBytes *ksyms, uint32_t psize,
 	out_u32(out, 0);		/* printk formats: not sent by the guest */
 	sec_end(out, sec);
 	sec = sec_begin(out, OPT_CMDLINES, 0, "command lines", true);
-	out_u64(out, 0);		/* saved cmdlines: not sent by the guest */
+	out_text64(out, cmdlines);	/* saved cmdlines, "PID COMM" lines */
 	sec_end(out, sec);
 
 	if (out->version >= 7) {
@@ -1090,7 +1122,7 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 {
 	g_autoptr(GArray) boots = ha_report_select_boots(s, o->boot, error);
 	g_autoptr(GArray) fs = NULL;
-	g_autoptr(GBytes) ksyms = NULL;
+	g_autoptr(GBytes) ksyms = NULL, cmdlines = NULL;
 	g_autoptr(GHashTable) epochs = g_hash_table_new_full(g_direct_hash, g_direct_equal,
 							    NULL, epochs_free);
 	g_autoptr(GHashTable) stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
@@ -1197,6 +1229,9 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	if (!load_epochs(&x, error))
 		goto done;
 	ksyms = load_kallsyms(&x);
+	cmdlines = load_cmdlines(&x, error);
+	if (!cmdlines)
+		goto done;
 	if (o->host_time && !time_shift(s, x.boot, o->host_time, nr_cpus, host_opts, &stats,
 					error))
 		goto done;
@@ -1225,7 +1260,7 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 			    g_strerror(errno));
 		goto done;
 	}
-	write_header(&out, fs, ksyms, psize, slots, clock ? clock : "local", release,
+	write_header(&out, fs, ksyms, cmdlines, psize, slots, clock ? clock : "local", release,
 		     &options_at);
 	table = g_new0(uint64_t, 2 * (gsize)slots);
 	if (out.version < 7) {

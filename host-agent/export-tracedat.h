@@ -6,8 +6,8 @@
  * named by options, each CPU's pages in zstd chunks), which libtracecmd 3.x reads
  * (trace-cmd report, KernelShark 2.x), or on request version 6 (trace-cmd.dat.v6(5),
  * uncompressed, also for older readers). Both carry the guest's own
- * header_page/header_event and event FORMAT texts, its kallsyms snapshot, a
- * TRACECLOCK option naming the boot's trace clock, then one run of ring-buffer pages
+ * header_page/header_event and event FORMAT texts, its kallsyms snapshot, its saved
+ * cmdlines (every CMDLINES text of the boot merged, cmdlines.h), a TRACECLOCK option naming the boot's trace clock, then one run of ring-buffer pages
  * per CPU ("flyrecord"), each CPU's events in the order its ring buffer had them.
  *
  * The pages are written anew, not copied: each stored page is walked (tep.h) and its
@@ -73,6 +73,7 @@ typedef struct {
 	uint64_t raw_page_bytes; /* the pages before compression (v7) */
 	uint64_t store_bytes;	/* compressed chunk bytes read from the store */
 	uint32_t nr_cpus;	/* CPU slots in the file */
+	uint32_t cmdlines;	/* saved cmdlines (pids named) written */
 	uint32_t time_shift_points;	/* samples in TIME_SHIFT (0: none written) */
 	uint64_t time_shift_unc_min;	/* their uncertainty, ns */
 	uint64_t time_shift_unc_max;

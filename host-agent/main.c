@@ -446,8 +446,9 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 	g_printerr("host-agent export: %s: %" G_GUINT64_FORMAT " events on %u CPUs (%"
 		   G_GUINT64_FORMAT " stacks from the map, %" G_GUINT64_FORMAT " ids unresolved"
 		   " kept as stack_id, %" G_GUINT64_FORMAT " pages flagged with lost events),"
-		   " %" G_GUINT64_FORMAT " bytes, %.2f s\n", output, st.events, st.nr_cpus,
-		   st.rehydrated, st.unresolved, st.dropped_marks, st.file_bytes, secs);
+		   " %u tasks named, %" G_GUINT64_FORMAT " bytes, %.2f s\n", output, st.events,
+		   st.nr_cpus, st.rehydrated, st.unresolved, st.dropped_marks, st.cmdlines,
+		   st.file_bytes, secs);
 	if (st.time_shift_points)
 		g_printerr("host-agent export: TIME_SHIFT to host %s: %u samples, uncertainty"
 			   " %.1f..%.1f us\n", opt_host_time, st.time_shift_points,

@@ -1,15 +1,15 @@
 # host-agent export trace.dat, read by Debian's trace-cmd: a synthetic guest's boot
 # (4 CPUs, 30 map epochs, a map small enough to fill (full stacks), 7 events lost in
-# the guest's ring buffer) compared event by event with report events --json
-# (tracecmp.py), as v7 with zstd (the default) and as v6; then --cpus, --since/--until,
-# and refused arguments.
+# the guest's ring buffer, saved cmdlines at the start and the end) compared event by
+# event with report events --json (tracecmp.py), as v7 with zstd (the default) and as
+# v6; the tasks' names; then --cpus, --since/--until, and refused arguments.
 . "$1"
 TRACECMP=$2
 : "${TRACE_CMD:?}"
 command -v "$TRACE_CMD" >/dev/null || fail "no trace-cmd ($TRACE_CMD): run .ci/install-deps"
 start_daemon --listen "$T/sock" --domain-name vm
 "$SYNTH_GUEST" --connect "$T/sock" --events 40000 --cpus 4 --epochs 30 --stacks 300 \
-	--map-bits 8 --missed 7 --seed 5 -q >/dev/null || fail "guest"
+	--map-bits 8 --missed 7 --seed 5 --cmdlines -q >/dev/null || fail "guest"
 wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
 stop_daemon
 ha() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name vm; }
@@ -26,6 +26,27 @@ grep -q '"local" clock' "$T/summary" || fail "trace clock"
 grep -q '^[[:space:]]*7[[:space:]]*\[Version\]' "$T/summary" &&
 	grep -q 'zstd[[:space:]]*\[Compression algorithm\]' "$T/summary" || fail "not v7 with zstd"
 ok "trace.dat (v7, zstd) equals report events, event by event"
+
+# saved cmdlines: trace-cmd names every event's task as the guest's saved_cmdlines did
+# (both CMDLINES generations merged, pid 1001's later name winning), the guest's
+# three malformed lines refused
+grep -q " 50 tasks named" "$T/export.log" || { cat "$T/export.log"; fail "tasks named"; }
+grep -q "3 saved cmdlines lines of boot 1 refused" "$T/export.log" ||
+	{ cat "$T/export.log"; fail "malformed cmdlines not refused"; }
+"$TRACE_CMD" report -i "$T/all.dat" 2>/dev/null | python3 -c '
+import re, sys
+n = 0
+for line in sys.stdin:
+    m = re.match(r"^\s*(.*)-(\d+)\s+\[\d+\]", line)
+    if not m:
+        continue
+    pid, want = int(m.group(2)), "renamed" if m.group(2) == "1001" else "synth-" + m.group(2)
+    if m.group(1) != want:
+        sys.exit("pid %d named %r, want %r: %s" % (pid, m.group(1), want, line))
+    n += 1
+print(n)' >"$T/named" || { cat "$T/named"; fail "trace-cmd names tasks wrongly"; }
+[ "$(cat "$T/named")" -ge 40000 ] || fail "only $(cat "$T/named") records named"
+ok "trace-cmd names the tasks of all $(cat "$T/named") records from the saved cmdlines"
 
 # --dat-version 6: the same events, uncompressed, in the older layout
 ha export trace.dat --dat-version 6 -o "$T/v6.dat" 2>/dev/null || fail "export v6"

@@ -84,6 +84,7 @@ typedef struct {
 	gint time_drift_ppm;
 	gint time_ms;
 	char *time_log;
+	gboolean cmdlines;
 } Opts;
 
 typedef struct {
@@ -280,6 +281,32 @@ static void frame_free(gpointer p)
 	g_free(f);
 }
 
+/*
+ * --cmdlines: the tasks' names as saved_cmdlines has them (CMDLINES, PROTOCOL.md 4.3).
+ * Generation 0, with the metadata: pids 1000..1024 as "synth-PID". Generation 1, after
+ * the workload: pids 1025..1049 (the tasks seen since), pid 1001 renamed "renamed"
+ * (a reused pid: the later name wins), and three lines the host must refuse.
+ */
+static void push_cmdlines(Guest *g, uint32_t gen)
+{
+	g_autoptr(GString) t = g_string_new(NULL);
+	uint8_t *buf = g_malloc(SMP_MAX_PAYLOAD);
+	struct smp_text m = { .generation = gen, .flags = SMP_TEXT_LAST };
+	long n;
+
+	for (int pid = gen ? 1025 : 1000; pid < (gen ? 1050 : 1025); pid++)
+		g_string_append_printf(t, "%d synth-%d\n", pid, pid);
+	if (gen)
+		g_string_append(t, "1001 renamed\nnot-a-pid x\n99999999 toolarge\n"
+			       "7 a-comm-of-more-than-15-bytes\n");
+	m.text = t->str;
+	m.text_len = t->len;
+	n = smp_text_encode(&m, buf, SMP_MAX_PAYLOAD);
+	g_assert(n > 0);
+	push_seq(g, SMP_CMDLINES, buf, (size_t)n);
+	g_free(buf);
+}
+
 static void gen_preamble(Guest *g)
 {
 	g_autoptr(GString) ks = g_string_new(NULL);
@@ -336,6 +363,8 @@ static void gen_preamble(Guest *g)
 		n = smp_text_encode(&m, buf, SMP_MAX_PAYLOAD);
 		push_seq(g, SMP_MODULES, buf, (size_t)n);
 	}
+	if (g->o.cmdlines)
+		push_cmdlines(g, 0);
 	n = smp_delta_put_epoch(buf, SMP_MAX_PAYLOAD, 0, 0);
 	push_seq(g, SMP_EPOCH, buf, (size_t)n);
 	g_free(buf);
@@ -581,6 +610,8 @@ static void gen_tail(Guest *g)
 		st[nst++] = (struct smp_stat){ SMP_STAT_RB_UNREAD, (uint64_t)g->o.unread };
 	n = smp_stats_encode(st, nst, buf, sizeof(buf));
 	push_seq(g, SMP_STATS, buf, (size_t)n);
+	if (g->o.cmdlines)
+		push_cmdlines(g, 1);
 	if (!g->o.no_bye) {
 		n = smp_bye_encode(SMP_BYE_SHUTDOWN, buf, sizeof(buf));
 		push_seq(g, SMP_BYE, buf, (size_t)n);
@@ -1312,6 +1343,9 @@ int main(int argc, char **argv)
 		  "Answer probes this long before the tail (default 0)", "MS" },
 		{ "time-log", 0, 0, G_OPTION_ARG_FILENAME, &o->time_log,
 		  "Write \"probe_id guest_ts host_mono\" per answered probe", "FILE" },
+		{ "cmdlines", 0, 0, G_OPTION_ARG_NONE, &o->cmdlines,
+		  "Send saved cmdlines (CMDLINES) naming the tasks, at the start and the end",
+		  NULL },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No summary", NULL },
 		G_OPTION_ENTRY_NULL,
 	};
