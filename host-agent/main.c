@@ -374,6 +374,9 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 	}
 	if (format && !strcmp(format, "text"))
 		o.format = NULL;
+	/* perf-script of a whole boot: written as it is decoded, in bounded memory */
+	if (o.format && !strcmp(o.format, "perf-script") && !g_strcmp0(o.cmd, "events"))
+		o.stream = stdout;
 	if (!o.cmd) {
 		g_printerr("host-agent report: which report? boots, top, events, stack ID, folded,"
 			   " flamegraph\n");

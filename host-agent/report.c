@@ -2,6 +2,7 @@
 /* report.c - queries to text and JSON (see report.h). */
 #include "report.h"
 
+#include <errno.h>
 #include <gio/gio.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -1142,6 +1143,55 @@ static void events_folded(GArray *evs, guint first, const HaSyms *syms, GString 
 				       GPOINTER_TO_SIZE(g_hash_table_lookup(counts, k->data)));
 }
 
+static bool ev_wanted(const HaReportOpts *o, const Ev *e)
+{
+	return !((o->since_ns >= 0 && e->ts < (uint64_t)o->since_ns) ||
+		 (o->until_ns >= 0 && e->ts > (uint64_t)o->until_ns) ||
+		 (o->event && !event_is(e->text, o->event)));
+}
+
+static void perf_sample(const Ev *e, const HaSyms *syms, GString *out)
+{
+	bool frames = e->st.ips && (e->st.kind == ST_MAP || e->st.kind == ST_FULL);
+
+	ha_perf_script_sample(out, e->ts, e->cpu, e->pid, e->text,
+			      frames ? (const uint64_t *)e->st.ips->data : NULL,
+			      frames ? e->st.ips->len : 0, syms);
+}
+
+static void oldest_waiting(uint32_t cpu, uint64_t ts, int pid, void *user)
+{
+	uint64_t *min = user;
+
+	*min = MIN(*min, ts);
+}
+
+/*
+ * Streaming perf-script: write out (and forget) the decoded events older than @limit,
+ * the oldest start of a chunk still to decode and of an event still waiting for its
+ * stack; nothing decoded later can be older. Same order as sorting them all: the sort
+ * is stable and events of one timestamp leave together. False on a write error.
+ */
+static bool perf_flush(GArray *evs, uint64_t limit, HaPair *pair, const HaReportOpts *o,
+		       const HaSyms *syms, GString *buf)
+{
+	guint n = 0;
+
+	ha_pair_foreach_waiting(pair, oldest_waiting, &limit);
+	g_array_sort(evs, ev_cmp);
+	while (n < evs->len && g_array_index(evs, Ev, n).ts < limit) {
+		const Ev *e = &g_array_index(evs, Ev, n++);
+
+		if (ev_wanted(o, e))
+			perf_sample(e, syms, buf);
+	}
+	g_array_remove_range(evs, 0, n);	/* ev_clear()s them */
+	if (buf->len && fwrite(buf->str, 1, buf->len, o->stream) != buf->len)
+		return false;
+	g_string_truncate(buf, 0);
+	return true;
+}
+
 static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 			  GError **error)
 {
@@ -1153,6 +1203,10 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	g_autoptr(HaTep) tep = NULL;
 	g_autoptr(HaSyms) syms = NULL;
 	g_autoptr(GArray) chunks = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	g_autoptr(GArray) older = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	g_autoptr(GString) buf = g_string_new(NULL);
+	bool streaming = perf && !o->limit && o->stream;
+	uint64_t run = UINT64_MAX;
 	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(Ev));
 	EvCtx x = { .evs = evs, .store = s };
 	g_autoptr(HaPair) pair = NULL;
@@ -1222,9 +1276,9 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	/* Chunks without a time range hold pages the daemon could not parse when they
 	 * came (before the formats): decoded too, they may parse now, or are counted
 	 * as unparsable on stderr. */
-	st = ha_store_stmt(s, "SELECT id FROM chunks WHERE boot = ? AND nr_pages > 0 AND"
-			   " ((ts_max >= ? AND ts_min <= ?) OR ts_max IS NULL)"
-			   " ORDER BY ts_max DESC, id DESC", error);
+	st = ha_store_stmt(s, "SELECT id, ts_min FROM chunks WHERE boot = ? AND nr_pages > 0"
+			   " AND ((ts_max >= ? AND ts_min <= ?) OR ts_max IS NULL)"
+			   " ORDER BY ts_min DESC, id DESC", error);
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
@@ -1233,7 +1287,13 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 
+		/* older[i]: the oldest start of chunks 0..i-1, those decoded after chunk
+		 * i (a chunk of unparsed pages, without a range, counts as 0). Decoded by
+		 * their start (each CPU's in ring order), so that it keeps moving: by
+		 * their end, a chunk of an idle CPU spanning the boot would hold it. */
 		g_array_append_val(chunks, id);
+		g_array_append_val(older, run);
+		run = MIN(run, (uint64_t)MAX(sqlite3_column_int64(st, 1), 0));
 	}
 	sqlite3_reset(st);
 	progress_init(&pr, "decoding pages");
@@ -1278,6 +1338,13 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 			}
 		}
 		progress_tick(&pr, chunks->len - i, chunks->len);
+		if (streaming && !perf_flush(evs, g_array_index(older, uint64_t, i), pair, o,
+					     syms, buf)) {
+			progress_end(&pr);
+			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+				    "writing the report: %s", g_strerror(errno));
+			return false;
+		}
 	}
 	progress_end(&pr);
 	if (bad_pages > 10)
@@ -1291,9 +1358,7 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 		for (guint i = 0; i < evs->len; i++) {
 			Ev *e = &g_array_index(evs, Ev, i);
 
-			if ((o->since_ns >= 0 && e->ts < (uint64_t)o->since_ns) ||
-			    (o->until_ns >= 0 && e->ts > (uint64_t)o->until_ns) ||
-			    (o->event && !event_is(e->text, o->event))) {
+			if (!ev_wanted(o, e)) {
 				ev_clear(e);
 				continue;
 			}
@@ -1309,15 +1374,20 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 		events_folded(evs, first, syms, out);
 		return true;
 	}
-	if (perf) {
-		for (guint i = first; i < evs->len; i++) {
-			Ev *e = &g_array_index(evs, Ev, i);
-			bool frames = e->st.ips && (e->st.kind == ST_MAP || e->st.kind == ST_FULL);
-
-			ha_perf_script_sample(out, e->ts, e->cpu, e->pid, e->text,
-					      frames ? (const uint64_t *)e->st.ips->data : NULL,
-					      frames ? e->st.ips->len : 0, syms);
+	if (streaming) {
+		/* what the last flush kept: the events still waiting, now finished */
+		for (guint i = 0; i < evs->len; i++)
+			perf_sample(&g_array_index(evs, Ev, i), syms, buf);
+		if (buf->len && fwrite(buf->str, 1, buf->len, o->stream) != buf->len) {
+			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+				    "writing the report: %s", g_strerror(errno));
+			return false;
 		}
+		return true;
+	}
+	if (perf) {
+		for (guint i = first; i < evs->len; i++)
+			perf_sample(&g_array_index(evs, Ev, i), syms, out);
 		return true;
 	}
 	if (o->json)

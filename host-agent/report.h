@@ -29,6 +29,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "resolve-dwarf.h"
 #include "store.h"
@@ -47,6 +48,9 @@ typedef struct {
 				 * "kmalloc"), NULL for all */
 	const char *host_time;	/* events: also show each event's host time on this clock
 				 * (realtime, mono, boot, tai: clocksync.h), NULL: not */
+	FILE *stream;		/* events --format perf-script without a limit: written
+				 * here as it is decoded, in bounded memory (NULL: into
+				 * the report's GString like the others) */
 } HaReportOpts;
 
 /* Append the report to @out. False with @error on a bad argument or store error. */

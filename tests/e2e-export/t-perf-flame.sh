@@ -18,6 +18,15 @@ ha report events -n 1000000 --json >"$T/ev.json" || fail "events --json"
 ha report folded >"$T/folded" || fail "folded"
 python3 "$PERFCHECK" perf-script "$T/ps" "$T/ev.json" "$T/folded" || fail "perf-script check"
 ha report events --format bogus 2>/dev/null && fail "--format bogus accepted"
+# the whole boot's perf-script is written as it is decoded (bounded memory): the same
+# bytes as the last N events' (sorted in memory), also for one event and a range
+ha report events --format perf-script -n 1000000 >"$T/ps-mem" || fail "perf-script -n"
+cmp -s "$T/ps" "$T/ps-mem" || fail "streamed perf-script differs from the in-memory one"
+ha report events --format perf-script --event kmalloc --since 0.001 --until 0.004 >"$T/ps3" &&
+	ha report events --format perf-script --event kmalloc --since 0.001 --until 0.004 \
+		-n 1000000 >"$T/ps3-mem" || fail "perf-script --event --since --until"
+[ -s "$T/ps3" ] && cmp -s "$T/ps3" "$T/ps3-mem" || fail "streamed perf-script of a range differs"
+ok "perf-script streamed equals perf-script sorted in memory"
 
 ha report flamegraph >"$T/fg.svg" || fail "flamegraph"
 mkdir -p "$ARTIFACTS"
