@@ -81,6 +81,9 @@ struct _HaConn {
 	uint32_t batch_frames;
 	uint64_t d_gap, d_dup, d_malformed, d_bad_pages, orphans_saved;
 	uint64_t d_missed, d_missed_uncounted;
+	bool gap_note;		/* a gap seen, its rows due in the frame's transaction */
+	uint64_t gap_lo, gap_hi;
+	uint32_t gaps_noted;	/* rows written for so many gaps (HA_GAPS_NOTED_MAX) */
 	gint64 pending_since;
 	/* The first store failure inside a pairing callback, which cannot return one:
 	 * taken by take_store_error() before the frame counts as applied, and by
@@ -1038,6 +1041,7 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 			c->boot_str[o++] = '-';
 	}
 	c->stream_id = h.stream_id;
+	c->gap_note = false;
 	c->nr_cpus = h.nr_cpus;
 	c->page_size = h.page_size;
 	c->map_bits = h.map_bits;
@@ -1421,6 +1425,61 @@ static bool on_time_reply(HaConn *c, const struct smp_frame *f)
 	return true;
 }
 
+/* Gaps of a connection whose positions are stored; beyond, streams.gap_frames alone
+ * counts them (a guest cannot make the host write nr_cpus rows per frame). */
+#define HA_GAPS_NOTED_MAX 256
+
+/*
+ * Where the gap c->gap_lo..gap_hi fell (store.h, table gaps): for every CPU the newest
+ * event time the host holds, committed or in the open batch. Exports mark the loss
+ * before each CPU's first event after it (export-tracedat.h).
+ */
+static bool note_gap(HaConn *c, GError **error)
+{
+	g_autofree int64_t *after = g_new0(int64_t, c->nr_cpus ? c->nr_cpus : 1);
+	sqlite3_stmt *st;
+	int r;
+
+	c->gap_note = false;
+	if (c->gaps_noted >= HA_GAPS_NOTED_MAX || !c->nr_cpus)
+		return true;
+	c->gaps_noted++;
+	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
+		if (c->by_cpu[cpu] && c->by_cpu[cpu]->events)
+			after[cpu] = (int64_t)c->by_cpu[cpu]->ts_max;
+	st = STMT(c, "SELECT cpu, MAX(ts_max) FROM chunks WHERE boot = ? AND ts_max IS NOT"
+		  " NULL GROUP BY cpu", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, c->boot);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t cpu = sqlite3_column_int64(st, 0);
+
+		if (cpu >= 0 && cpu < c->nr_cpus)
+			after[cpu] = MAX(after[cpu], sqlite3_column_int64(st, 1));
+	}
+	sqlite3_reset(st);
+	if (r != SQLITE_DONE) {
+		ha_store_set_error(c->store, error, "gap positions");
+		return false;
+	}
+	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
+		st = STMT(c, "INSERT OR IGNORE INTO gaps(boot, stream, seq_lo, seq_hi, cpu,"
+			  " after_ts) VALUES(?,?,?,?,?,?)", error);
+		if (!st)
+			return false;
+		sqlite3_bind_int64(st, 1, c->boot);
+		sqlite3_bind_int64(st, 2, c->stream);
+		sqlite3_bind_int64(st, 3, (int64_t)c->gap_lo);
+		sqlite3_bind_int64(st, 4, (int64_t)c->gap_hi);
+		sqlite3_bind_int64(st, 5, cpu);
+		sqlite3_bind_int64(st, 6, after[cpu]);
+		if (!step_done(c, st, error, "insert gap"))
+			return false;
+	}
+	return true;
+}
+
 static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 {
 	c->st.frames++;
@@ -1466,6 +1525,9 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			  c->domain, c->boot_str, c->stream_id, c->expected, f->seq - 1);
 		if (c->pair)
 			ha_pair_lost_all(c->pair);
+		c->gap_note = true;
+		c->gap_lo = c->expected;
+		c->gap_hi = f->seq - 1;
 		c->expected = f->seq;
 		break;
 	}
@@ -1478,7 +1540,8 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			return false;
 		if (!c->pending_since)
 			c->pending_since = g_get_monotonic_time();
-		if (!apply(c, f, error) || !take_store_error(c, error)) {
+		if ((c->gap_note && !note_gap(c, error)) || !apply(c, f, error) ||
+		    !take_store_error(c, error)) {
 			c->failed = true;	/* never commit a frame applied in part */
 			return false;
 		}

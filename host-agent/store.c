@@ -61,6 +61,10 @@ static const char *const migrations[] = {
 	" cpu INTEGER NOT NULL, mono_lo INTEGER NOT NULL, mono_hi INTEGER NOT NULL,"
 	" real_lo INTEGER NOT NULL, real_hi INTEGER NOT NULL, boot_off INTEGER NOT NULL,"
 	" tai_off INTEGER NOT NULL, PRIMARY KEY(boot, guest_ts, cpu)) WITHOUT ROWID;",
+	/* 2 -> 3: where frame gaps fell, per CPU (exports mark them) */
+	"CREATE TABLE gaps(boot INTEGER NOT NULL, stream INTEGER NOT NULL,"
+	" seq_lo INTEGER NOT NULL, seq_hi INTEGER NOT NULL, cpu INTEGER NOT NULL,"
+	" after_ts INTEGER NOT NULL, PRIMARY KEY(stream, seq_lo, cpu)) WITHOUT ROWID;",
 };
 
 bool ha_store_name_ok(const char *name)

@@ -27,6 +27,9 @@
  *                [mono_lo, mono_hi] (CLOCK_MONOTONIC ns: probe sent, reply read), i.e.
  *                [real_lo, real_hi] (CLOCK_REALTIME ns); boot_off = CLOCK_BOOTTIME -
  *                CLOCK_MONOTONIC and tai_off = CLOCK_TAI - CLOCK_REALTIME at mono_lo
+ *   gaps         frames seq_lo..seq_hi of a stream that never arrived (the guest's
+ *                window dropped them): per CPU, the newest event time the host held
+ *                then (after_ts, 0: none yet), so the loss lies after it
  *
  * Durability: every connection's frames are applied inside one transaction per batch;
  * ha_store_commit() returns only once SQLite has committed (synchronous=FULL: with WAL,
@@ -41,7 +44,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HA_STORE_SCHEMA 2
+#define HA_STORE_SCHEMA 3
 
 typedef struct _HaStore HaStore;
 
