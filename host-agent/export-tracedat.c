@@ -467,7 +467,10 @@ typedef struct {
 	uint32_t ks_caller_off;
 	uint8_t *ev;		/* the kernel_stack event being built (a page) */
 	PageOut po;
+	GPtrArray *gaps;	/* ha_report_gaps(): where the agent's frame gaps fell */
 	/* per CPU while walking */
+	GArray *cpu_gaps;	/* this CPU's (after_ts ascending), or NULL */
+	guint gap_next;		/* the first of them not yet marked */
 	bool first_of_page;
 	bool last_kept;		/* the last non-stack event was written */
 	GError *error;
@@ -602,6 +605,14 @@ static void on_event(const HaEvent *ev, void *user)
 		x->first_of_page = false;
 		if (m)
 			page_lost(&x->po, m);
+	}
+	/* frames the guest's agent dropped (a sequence gap) lie before this event: the
+	 * count is unknown, and the frames may have held this CPU's pages */
+	while (ev->kind == HA_EV_OTHER && x->cpu_gaps && x->gap_next < x->cpu_gaps->len &&
+	       ev->ts > g_array_index(x->cpu_gaps, guint64, x->gap_next)) {
+		page_lost(&x->po, -1);
+		x->gap_next++;
+		x->stats->gap_marks++;
 	}
 	/* a stack event goes with the event it follows (pair.h): kept when that one is */
 	keep = ev->kind == HA_EV_OTHER ? in_range(x->o, ev->ts) : x->last_kept;
@@ -978,6 +989,8 @@ static bool write_cpu(Exporter *x, uint32_t cpu, Progress *pr, uint64_t *done,
 		g_array_append_vals(ids, &(int64_t){ sqlite3_column_int64(st, 0) }, 1);
 	sqlite3_reset(st);
 	x->last_kept = false;
+	x->cpu_gaps = cpu < x->gaps->len ? x->gaps->pdata[cpu] : NULL;
+	x->gap_next = 0;
 	for (guint i = 0; i < ids->len; i++) {
 		g_autoptr(GBytes) raw = NULL;
 		g_autoptr(GError) e = NULL;
@@ -1123,6 +1136,7 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	g_autoptr(GArray) boots = ha_report_select_boots(s, o->boot, error);
 	g_autoptr(GArray) fs = NULL;
 	g_autoptr(GBytes) ksyms = NULL, cmdlines = NULL;
+	g_autoptr(GPtrArray) gaps = NULL;
 	g_autoptr(GHashTable) epochs = g_hash_table_new_full(g_direct_hash, g_direct_equal,
 							    NULL, epochs_free);
 	g_autoptr(GHashTable) stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
@@ -1228,6 +1242,10 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	}
 	if (!load_epochs(&x, error))
 		goto done;
+	gaps = ha_report_gaps(s, x.boot, error);
+	if (!gaps)
+		goto done;
+	x.gaps = gaps;
 	ksyms = load_kallsyms(&x);
 	cmdlines = load_cmdlines(&x, error);
 	if (!cmdlines)

@@ -20,7 +20,11 @@
  * stack in its epoch stays the stack_id event it was. Full kernel_stack events are
  * copied as they are. Events the guest's ring buffer lost before a page
  * (RB_MISSED_EVENTS, with the count when the guest stored one) flag the first page
- * written after them, where trace-cmd prints "CPU:N [COUNT EVENTS DROPPED]".
+ * written after them, where trace-cmd prints "CPU:N [COUNT EVENTS DROPPED]". So do
+ * the frames the guest's agent dropped (a sequence gap, store.h's gaps): on every CPU,
+ * before its first event newer than what the host held at the gap, without a count
+ * ("CPU:N [EVENTS DROPPED]": how many events went is unknown, and whether any of that
+ * CPU; the daemon finished the stacks of the events waiting there as lost too).
  *
  * With a host clock (HaExportOpts.host_time) the file also carries trace-cmd's
  * TRACEID (from the boot_id) and TIME_SHIFT options: for every CPU the boot's clock
@@ -67,6 +71,7 @@ typedef struct {
 	uint64_t unresolved;	/* stack_id events kept as they were */
 	uint64_t truncated;	/* stacks cut to fit a page */
 	uint64_t dropped_marks;	/* pages flagged with events lost before them */
+	uint64_t gap_marks;	/* of which for the agent's frame gaps (a CPU each) */
 	uint64_t out_of_order;	/* events older than their predecessor (delta 0) */
 	uint64_t pages;		/* pages written */
 	uint64_t file_bytes;	/* size of the file */

@@ -959,6 +959,8 @@ typedef struct {
 	uint32_t cpu;
 	bool fed;		/* an event of this page was fed to the pairer */
 	const HaMarkerFormat *marker;	/* the clock probes' marker events */
+	GPtrArray *gaps;	/* ha_report_gaps(), or NULL */
+	guint *gap_next;	/* per CPU: the first gap not yet passed */
 } WalkCtx;
 
 static void on_paired(const HaPaired *p, void *user)
@@ -997,6 +999,18 @@ static void on_event(const HaEvent *ev, void *user)
 	if (!w->fed && ha_tep_missed(w->tep) != 0)
 		ha_pair_lost(w->pair, w->cpu);
 	w->fed = true;
+	/* frames the agent dropped lie before this event: so do the stacks of the
+	 * events waiting (the daemon finished them as lost when it saw the gap) */
+	if (ev->kind == HA_EV_OTHER && w->gaps && w->cpu < w->gaps->len &&
+	    w->gaps->pdata[w->cpu]) {
+		GArray *g = w->gaps->pdata[w->cpu];
+
+		while (w->gap_next[w->cpu] < g->len &&
+		       ev->ts > g_array_index(g, guint64, w->gap_next[w->cpu])) {
+			ha_pair_lost(w->pair, w->cpu);
+			w->gap_next[w->cpu]++;
+		}
+	}
 	ha_pair_feed(w->pair, w->cpu, ev,
 		     ev->kind == HA_EV_OTHER ? ha_tep_format_event(w->tep, ev) : NULL);
 }
@@ -1143,6 +1157,29 @@ static void events_folded(GArray *evs, guint first, const HaSyms *syms, GString 
 				       GPOINTER_TO_SIZE(g_hash_table_lookup(counts, k->data)));
 }
 
+GPtrArray *ha_report_gaps(HaStore *s, int64_t boot, GError **error)
+{
+	g_autoptr(GPtrArray) g = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, after_ts FROM gaps WHERE boot = ?"
+					 " AND cpu < 4096 ORDER BY cpu, after_ts", error);
+
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		guint cpu = (guint)sqlite3_column_int64(st, 0);
+		guint64 t = (guint64)MAX(sqlite3_column_int64(st, 1), 0);
+
+		if (cpu >= g->len)
+			g_ptr_array_set_size(g, (gint)cpu + 1);
+		if (!g->pdata[cpu])
+			g->pdata[cpu] = g_array_new(FALSE, FALSE, sizeof(guint64));
+		g_array_append_val((GArray *)g->pdata[cpu], t);
+	}
+	sqlite3_reset(st);
+	return g_steal_pointer(&g);
+}
+
 static bool ev_wanted(const HaReportOpts *o, const Ev *e)
 {
 	return !((o->since_ns >= 0 && e->ts < (uint64_t)o->since_ns) ||
@@ -1206,6 +1243,8 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	g_autoptr(GArray) older = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	g_autoptr(GString) buf = g_string_new(NULL);
 	bool streaming = perf && !o->limit && o->stream;
+	g_autoptr(GPtrArray) gaps = NULL;
+	g_autofree guint *gap_next = NULL;
 	uint64_t run = UINT64_MAX;
 	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(Ev));
 	EvCtx x = { .evs = evs, .store = s };
@@ -1243,6 +1282,10 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 	ha_syms_foreach(syms, add_symbol, tep);
 	pair = ha_pair_new(on_paired, &x);
 	load_marker(s, boot, &marker);
+	gaps = ha_report_gaps(s, boot, error);
+	if (!gaps)
+		return false;
+	gap_next = g_new0(guint, gaps->len + 1);
 	if (o->host_time) {
 		clk = ha_clockmap_load(s, boot, error);
 		if (!clk)
@@ -1301,7 +1344,8 @@ static bool report_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GStrin
 		int64_t id = g_array_index(chunks, int64_t, i);
 		g_autoptr(GBytes) raw = NULL;
 		g_autoptr(GError) e = NULL;
-		WalkCtx w = { .tep = tep, .pair = pair, .marker = &marker };
+		WalkCtx w = { .tep = tep, .pair = pair, .marker = &marker, .gaps = gaps,
+			      .gap_next = gap_next };
 		const uint8_t *page;
 		uint32_t len;
 		size_t off = 0;

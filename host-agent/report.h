@@ -56,6 +56,14 @@ typedef struct {
 /* Append the report to @out. False with @error on a bad argument or store error. */
 bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error);
 
+/*
+ * Where frame gaps of @boot fell (store.h, table gaps): a new array (g_ptr_array_unref)
+ * indexed by CPU, each entry NULL or a GArray of guint64 after_ts, ascending: the
+ * agent's dropped frames lie after that event time of that CPU. NULL with @error on a
+ * store error.
+ */
+GPtrArray *ha_report_gaps(HaStore *store, int64_t boot, GError **error);
+
 /* The boots @arg names (as --boot: NULL the newest, "all", a number, a boot_id
  * prefix): a new array of boots.id (int64_t, g_array_unref), or NULL with @error when
  * none matches. */
