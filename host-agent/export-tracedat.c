@@ -1051,8 +1051,8 @@ static void le_append(GByteArray *b, uint64_t v, guint size)
  * count u64 times, count s64 offsets, count u64 scaling ratios; then per CPU count u64
  * scaling fraction bits.
  */
-static bool time_shift(HaStore *s, int64_t boot, const char *clock_name, uint32_t nr_cpus,
-		       GByteArray *opts, HaExportStats *st, GError **error)
+static bool time_shift(HaStore *s, int64_t boot, const char *clock_name, uint64_t peer,
+		       uint32_t nr_cpus, GByteArray *opts, HaExportStats *st, GError **error)
 {
 	g_autoptr(HaClockMap) m = NULL;
 	g_autoptr(GByteArray) ts = g_byte_array_new();
@@ -1107,7 +1107,7 @@ static bool time_shift(HaStore *s, int64_t boot, const char *clock_name, uint32_
 	}
 	for (guint i = 0; i < n; i++)
 		le_append(one, 1, 8);
-	le_append(ts, 0, 8);		/* the host's trace id: not known to us */
+	le_append(ts, peer, 8);		/* the host recording's trace id, 0: not given */
 	le_append(ts, 1, 4);		/* TRACECMD_TSYNC_FLAG_INTERPOLATE */
 	le_append(ts, nr_cpus, 4);
 	for (uint32_t c = 0; c < nr_cpus; c++)
@@ -1250,8 +1250,8 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	cmdlines = load_cmdlines(&x, error);
 	if (!cmdlines)
 		goto done;
-	if (o->host_time && !time_shift(s, x.boot, o->host_time, nr_cpus, host_opts, &stats,
-					error))
+	if (o->host_time && !time_shift(s, x.boot, o->host_time, o->host_trace_id, nr_cpus,
+					host_opts, &stats, error))
 		goto done;
 
 	/* CPU slots: up to the highest CPU selected, the others empty */

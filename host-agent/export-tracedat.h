@@ -63,6 +63,8 @@ typedef struct {
 				 * values the format files leave as names */
 	const char *host_time;	/* NULL, or a host clock (clocksync.h: realtime, mono,
 				 * boot, tai): TRACEID and TIME_SHIFT options to it */
+	uint64_t host_trace_id;	/* TIME_SHIFT's peer: the host recording's TRACEID, or
+				 * 0 (unknown) */
 } HaExportOpts;
 
 typedef struct {

@@ -345,6 +345,8 @@ static int run_attach(const HaWatch *w, bool attach)
 
 /* --host-time CLOCK (report events, export): host time from the clock samples. */
 static char *opt_host_time;
+/* --host-trace-id ID (export): the host recording's TRACEID, TIME_SHIFT's peer. */
+static char *opt_host_trace_id;
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
 		      int limit, const char *vmlinux, double since, double until,
@@ -417,14 +419,27 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		.host_time = opt_host_time,
 	};
 	gint64 t0 = g_get_monotonic_time();
+	guint64 peer = 0;
+	const char *hex = opt_host_trace_id;
 	double secs;
 
 	if (argc < 1 || strcmp(argv[0], "trace.dat") || !output) {
 		g_printerr("host-agent export: usage: export trace.dat -o FILE [--boot B]"
 			   " [--since S] [--until S] [--cpus LIST] [--dat-version 7|6]"
-			   " [--vmlinux FILE] [--host-time CLOCK]\n");
+			   " [--vmlinux FILE] [--host-time CLOCK [--host-trace-id ID]]\n");
 		return 2;
 	}
+	if (hex && (g_str_has_prefix(hex, "0x") || g_str_has_prefix(hex, "0X")))
+		hex += 2;
+	if (opt_host_trace_id && (!opt_host_time || !*hex || strlen(hex) > 16 ||
+				  !g_ascii_string_to_unsigned(hex, 16, 0, G_MAXUINT64, &peer,
+							      NULL))) {
+		g_printerr("host-agent export: --host-trace-id %s: the host trace.dat's TRACEID"
+			   " (hex, as trace-cmd dump --options prints it), with --host-time\n",
+			   opt_host_trace_id);
+		return 2;
+	}
+	o.host_trace_id = peer;
 	if (dat_version != 6 && dat_version != 7) {
 		g_printerr("host-agent export: --dat-version %d: 7 (zstd) or 6\n", dat_version);
 		return 2;
@@ -559,6 +574,9 @@ int main(int argc, char **argv)
 		  "report events: also each event's host time on CLOCK (realtime, mono, boot,"
 		  " tai); export: trace-cmd's TIME_SHIFT to that clock, for trace-cmd report"
 		  " -i host.dat -i guest.dat", "CLOCK" },
+		{ "host-trace-id", 0, 0, G_OPTION_ARG_STRING, &opt_host_trace_id,
+		  "export --host-time: the host recording's trace id (its TRACEID, from"
+		  " trace-cmd dump --options -i host.dat), TIME_SHIFT's peer", "ID" },
 		{ "dat-version", 0, 0, G_OPTION_ARG_INT, &dat_version,
 		  "export: trace.dat version, 7 (default: zstd-compressed) or 6", "N" },
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,

@@ -65,6 +65,13 @@ ok "report events --host-time mono: each event's host time and uncertainty"
 "$HOST_AGENT" export trace.dat --state-dir "$T/state" --domain-name clk -o "$T/g.dat" \
 	--host-time mono 2>"$T/export.err" || fail "export --host-time: $(cat "$T/export.err")"
 grep -q "TIME_SHIFT to host mono: [0-9]* samples" "$T/export.err" || fail "no TIME_SHIFT line"
+# --host-trace-id: the host recording's TRACEID becomes TIME_SHIFT's peer
+"$HOST_AGENT" export trace.dat --state-dir "$T/state" --domain-name clk -o "$T/p.dat" \
+	--host-time mono --host-trace-id 0x1234ABCDEF567890 2>/dev/null || fail "export --host-trace-id"
+trace-cmd dump --options -i "$T/p.dat" 2>&1 | grep -q "^0x1234ABCDEF567890 \[peer's trace id\]" ||
+	fail "TIME_SHIFT's peer trace id not the one given"
+"$HOST_AGENT" export trace.dat --state-dir "$T/state" --domain-name clk -o "$T/p2.dat" \
+	--host-trace-id 12zz 2>/dev/null && fail "--host-trace-id 12zz (and no --host-time) accepted"
 "$HOST_AGENT" export trace.dat --state-dir "$T/state" --domain-name clk -o "$T/raw.dat" \
 	--dat-version 6 2>/dev/null || fail "export"
 trace-cmd report -t -i "$T/g.dat" >"$T/g.txt" 2>"$T/tc.err" || fail "trace-cmd report"
