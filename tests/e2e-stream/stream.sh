@@ -127,6 +127,33 @@ snap() {   # snap SUFFIX: save the current epoch's map
 	cat $T/stack_map > /tmp/maps/map-$e$1.txt
 }
 
+# Mode overflow, while waiting for the hold to end: every 20 s one HOLD-WAIT
+# line (workload rounds, per-CPU ring-buffer counters, the agent's state and
+# where it sleeps); once no round ends in 20 s, the blocked tasks' stacks
+# (sysrq w) and the agent's kernel stack, once.
+hold_watch() {
+	dumped=
+	last=-1
+	while :; do
+		sleep 20
+		n=$(wc -l < /tmp/work-rounds)
+		set -- $(cat /proc/$AGENT/stat 2>/dev/null)
+		say "HOLD-WAIT rounds=$n agent=${3:-gone} wchan=$(cat /proc/$AGENT/wchan 2>/dev/null)" \
+		    "$(for d in $T/per_cpu/cpu*; do
+			awk -v c="${d##*cpu}" '$1 == "entries:" { e = $2 } $1 == "overrun:" { o = $2 }
+			    $1 == "read" { r = $3 } END { printf "cpu%s=%s/%s/%s ", c, e, o, r }' $d/stats
+		      done)(entries/overrun/read) chains=$(chains_counts | tr ' ' ,)"
+		if [ "$n" = "$last" ] && [ -z "$dumped" ]; then
+			dumped=1
+			say "HOLD-WAIT no workload round in 20 s: blocked tasks (sysrq w), the agent's stack"
+			echo w > /proc/sysrq-trigger
+			cat /proc/$AGENT/stack 2>/dev/null
+			ps
+		fi
+		last=$n
+	done
+}
+
 say "E2S mode=$mode seconds=$seconds epoch=$(epoch) bits: $(tr '\n' ' ' < $T/stack_map_stat)"
 [ -w $CH ] || fail "no $CH (kernel without patch 0007?)"
 grep -qx 'stackmap_test:chain' $T/set_event || fail "stackmap_test:chain is not enabled"
@@ -257,10 +284,15 @@ block)
 	;;
 overflow)
 	limit=$(($(date +%s) + 600))
+	: > /tmp/work-rounds
+	hold_watch &
+	WATCH=$!
 	until grep -q 'test hook: the host has every frame held' /tmp/agent.log; do
 		[ "$(date +%s)" -lt "$limit" ] || fail "the agent's test hold did not end in 600 s"
 		work
+		echo >> /tmp/work-rounds
 	done
+	kill $WATCH
 	say "HOLD-ENDED"
 	end=$(($(date +%s) + seconds))
 	while [ "$(date +%s)" -lt "$end" ]; do work; done
