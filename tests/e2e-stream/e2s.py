@@ -136,10 +136,41 @@ def check(cond, msg):
         raise Fail(msg)
 
 
+LAST_RUN = None   # the newest Run: its logs are printed when the scenario fails
+
+
+def print_tails(run, lines=60):
+    """The ends of a failed boot's console and host-agent log, into the test log (a
+    rerun of the scenario starts with an empty directory)."""
+    for name in ('console.log', 'host-agent.log'):
+        path = os.path.join(run.dir, name)
+        try:
+            with open(path, 'rb') as f:
+                text = f.read().decode('utf-8', 'replace').replace('\r', '')
+        except OSError as e:
+            log('(%s: %s)' % (name, e))
+            continue
+        tail = text.rstrip('\n').split('\n')[-lines:]
+        log('--- last %d lines of %s (%s)' % (len(tail), name, path))
+        for l in tail:
+            log('| ' + l)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def on_sigterm(signum, frame):
+    # meson's timeout: fail like any scenario (guest killed, logs printed)
+    raise Interrupted('killed by signal %d' % signum)
+
+
 class Run:
     """One guest boot with host-agent storing its stream."""
 
     def __init__(self, args, name, append, qemu_timeout=700, disk=False):
+        global LAST_RUN
+        LAST_RUN = self
         self.args, self.name = args, name
         self.disk = disk
         self.dir = os.path.join(args.workdir, name)
@@ -1153,9 +1184,15 @@ def main():
     if not args.ticker:
         top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(args.guestd))))
         args.ticker = os.path.join(top, 'tests', 'e2e-stream', 'e2s-ticker')
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         SCENARIOS[args.scenario](args)
-    except (Fail, e2e.TestFailure) as e:
+    except (Fail, e2e.TestFailure, Interrupted) as e:
+        if LAST_RUN is not None:
+            LAST_RUN.kill_guest()
+            if LAST_RUN.ha is not None:
+                LAST_RUN.reap_agent(signal.SIGKILL)
+            print_tails(LAST_RUN)
         log('FAIL: %s' % e)
         return 1
     log('PASS: %s' % args.scenario)
