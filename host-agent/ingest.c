@@ -59,6 +59,16 @@ static gboolean fullstack_equal(gconstpointer a, gconstpointer b)
 	       (!x->nr || !memcmp(x->ips, y->ips, (size_t)x->nr * 8));
 }
 
+/* One stack's count in a batch; count 0: a free slot. */
+typedef struct {
+	uint64_t key;		/* hist.h */
+	uint64_t count;
+	uint64_t ts_min;
+	uint64_t ts_max;
+} HistSlot;
+
+#define HIST_SLOTS_MIN	256u
+
 typedef struct {
 	GArray *spans;		/* HaChunkSpan: this CPU's pages in HaConn.pages */
 	uint64_t first_seq;
@@ -68,7 +78,11 @@ typedef struct {
 	uint32_t pages;
 	uint32_t events;
 	uint64_t traced;
-	GHashTable *hist;	/* hist.h key -> HaHistEnt (count, time range) */
+	/* The batch's stack counts (hist.h keys): open addressing, hist_cap slots (a
+	 * power of two, at most half used), the used ones listed in hist_used. */
+	HistSlot *hist;
+	uint32_t hist_cap;
+	GArray *hist_used;	/* uint32_t slot indexes */
 } CpuBatch;
 
 struct _HaConn {
@@ -160,7 +174,8 @@ static void batch_free(gpointer p)
 	CpuBatch *b = p;
 
 	g_array_unref(b->spans);
-	g_hash_table_destroy(b->hist);
+	g_free(b->hist);
+	g_array_unref(b->hist_used);
 	g_free(b);
 }
 
@@ -359,7 +374,9 @@ static void malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...
 static void batch_reset(CpuBatch *b)
 {
 	g_array_set_size(b->spans, 0);
-	g_hash_table_remove_all(b->hist);
+	for (guint i = 0; i < b->hist_used->len; i++)
+		b->hist[g_array_index(b->hist_used, uint32_t, i)].count = 0;
+	g_array_set_size(b->hist_used, 0);
 	b->first_seq = b->last_seq = 0;
 	b->ts_min = UINT64_MAX;
 	b->ts_max = 0;
@@ -377,7 +394,7 @@ static CpuBatch *batch_get(HaConn *c, uint32_t cpu)
 	if (!b) {
 		b = g_new0(CpuBatch, 1);
 		b->spans = g_array_new(FALSE, FALSE, sizeof(HaChunkSpan));
-		b->hist = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+		b->hist_used = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 		batch_reset(b);
 		g_hash_table_insert(c->batches, GUINT_TO_POINTER(cpu), b);
 	}
@@ -406,17 +423,49 @@ static void batches_drop(HaConn *c)
 	c->pages_len = 0;
 }
 
-static void hist_add(CpuBatch *b, gsize key, uint64_t ts)
+static uint32_t hist_hash(uint64_t key)
 {
-	gpointer k = GSIZE_TO_POINTER(key);
-	HaHistEnt *e = g_hash_table_lookup(b->hist, k);
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32);
+}
 
-	if (!e) {
-		e = g_new0(HaHistEnt, 1);
-		ha_hist_from_key(key, e);
-		e->ts_min = ts;
-		e->ts_max = ts;
-		g_hash_table_insert(b->hist, k, e);
+/* Twice the slots (HIST_SLOTS_MIN at first), the used ones moved over. */
+static void hist_grow(CpuBatch *b)
+{
+	uint32_t cap = b->hist_cap ? 2 * b->hist_cap : HIST_SLOTS_MIN;
+	HistSlot *t = g_new0(HistSlot, cap);
+
+	for (guint j = 0; j < b->hist_used->len; j++) {
+		uint32_t *u = &g_array_index(b->hist_used, uint32_t, j);
+		uint32_t i = hist_hash(b->hist[*u].key) & (cap - 1);
+
+		while (t[i].count)
+			i = (i + 1) & (cap - 1);
+		t[i] = b->hist[*u];
+		*u = i;
+	}
+	g_free(b->hist);
+	b->hist = t;
+	b->hist_cap = cap;
+}
+
+/* Count one event of @key at @ts: a hash and a probe or two, nothing allocated once
+ * the table has grown to the batch's number of distinct stacks. */
+static void hist_add(CpuBatch *b, uint64_t key, uint64_t ts)
+{
+	HistSlot *e;
+	uint32_t i;
+
+	if (2 * ((uint64_t)b->hist_used->len + 1) > b->hist_cap)
+		hist_grow(b);
+	for (i = hist_hash(key) & (b->hist_cap - 1);; i = (i + 1) & (b->hist_cap - 1)) {
+		e = &b->hist[i];
+		if (!e->count) {
+			*e = (HistSlot){ .key = key, .ts_min = ts, .ts_max = ts };
+			g_array_append_val(b->hist_used, i);
+			break;
+		}
+		if (e->key == key)
+			break;
 	}
 	e->count++;
 	e->ts_min = MIN(e->ts_min, ts);
@@ -493,7 +542,7 @@ static void on_paired(const HaPaired *p, void *user)
 {
 	HaConn *c = user;
 	CpuBatch *b = batch_get(c, p->cpu);
-	gsize key = 0;	/* no stack (hist.h) */
+	uint64_t key = 0;	/* no stack (hist.h) */
 
 	if (p->stack == HA_STACK_ID) {
 		/* Keep ids of epochs 2048 apart (same tag) in separate entries: the
@@ -505,7 +554,7 @@ static void on_paired(const HaPaired *p, void *user)
 
 		if (reach >= (int64_t)tag)
 			gen = ((uint64_t)reach - tag) >> SMP_ID_TAG_BITS;
-		key = 2 * (gsize)((gen << 31) | p->stack_id) + 2;
+		key = 2 * ((gen << 31) | p->stack_id) + 2;
 	} else if (p->stack == HA_STACK_FULL) {
 		int64_t id;
 
@@ -514,7 +563,7 @@ static void on_paired(const HaPaired *p, void *user)
 		id = fullstack_id(c, p->ips, p->nr_ips, &c->cb_error);
 		if (id < 0)
 			return;
-		key = 2 * (gsize)id + 1;
+		key = 2 * (uint64_t)id + 1;
 	}
 	hist_add(b, key, p->ts);
 	c->st.events++;
@@ -557,27 +606,25 @@ static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 {
 	const HaChunkSpan *spans = (const HaChunkSpan *)(void *)b->spans->data;
 	sqlite3_stmt *st;
-	GHashTableIter it;
-	gpointer k, v;
 	size_t zlen;
 	const void *zdata;
 
-	if (!b->pages && !g_hash_table_size(b->hist))
+	if (!b->pages && !b->hist_used->len)
 		return true;
 	zdata = ha_chunkz_compress(c->z, c->pages, spans, b->spans->len, &zlen, error);
 	if (!zdata)
 		return false;
-	g_hash_table_iter_init(&it, b->hist);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		HaHistEnt *e = v;
+	st = STMT(c, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
+		  " VALUES(?,?,?,?,?) ON CONFLICT(boot, key) DO UPDATE SET"
+		  " count = count + excluded.count,"
+		  " ts_min = MIN(ts_min, excluded.ts_min),"
+		  " ts_max = MAX(ts_max, excluded.ts_max)", error);
+	sqlite3_bind_int64(st, 1, c->boot);
+	for (guint i = 0; i < b->hist_used->len; i++) {
+		const HistSlot *e = &b->hist[g_array_index(b->hist_used, uint32_t, i)];
 
-		st = STMT(c, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
-			  " VALUES(?,?,?,?,?) ON CONFLICT(boot, key) DO UPDATE SET"
-			  " count = count + excluded.count,"
-			  " ts_min = MIN(ts_min, excluded.ts_min),"
-			  " ts_max = MAX(ts_max, excluded.ts_max)", error);
-		sqlite3_bind_int64(st, 1, c->boot);
-		sqlite3_bind_int64(st, 2, (int64_t)ha_hist_key(e));
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 2, (int64_t)e->key);
 		sqlite3_bind_int64(st, 3, (int64_t)e->count);
 		sqlite3_bind_int64(st, 4, (int64_t)e->ts_min);
 		sqlite3_bind_int64(st, 5, (int64_t)e->ts_max);
