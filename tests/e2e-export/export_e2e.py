@@ -154,9 +154,15 @@ def host_time(args, run, dat_raw):
         check(m, 'no event in trace-cmd report of %s' % path)
         first[path] = int(m.group(1)) * 10**9 + int(m.group(2))
     shift = first[dat] - first[dat_raw]
-    want = off[0][1]
-    check(abs(shift + want) <= 2e8,
-          'trace-cmd shifted by %d ns, the samples say %d' % (shift, -want))
+    # The map's first point is the sample of least round trip in the first 4 s of
+    # guest time (clocksync.h), not the first sample: a probe answered late (a 1.1 s
+    # round trip was seen at load 8) says only that its offset lies within +-1.1 s.
+    # Allowed: that sample's own uncertainty, and 0.2 s of TCG drift (3 %) and ticks.
+    best = min((s for s in off if s[0] < off[0][0] + 4 * 10**9), key=lambda s: s[2])
+    want = best[1]
+    check(abs(shift + want) <= best[2] + 2e8,
+          'trace-cmd shifted by %d ns, the best early sample says %d +- %.0f'
+          % (shift, -want, best[2]))
     log('host time: trace-cmd shifts the export by %.6f s' % (shift / 1e9))
 
 
