@@ -374,9 +374,18 @@ static void malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...
 static void batch_reset(CpuBatch *b)
 {
 	g_array_set_size(b->spans, 0);
-	for (guint i = 0; i < b->hist_used->len; i++)
-		b->hist[g_array_index(b->hist_used, uint32_t, i)].count = 0;
-	g_array_set_size(b->hist_used, 0);
+	if (b->hist_cap > HIST_SLOTS_MIN) {
+		/* a batch's peak of distinct stacks is not kept for the connection's life,
+		 * per CPU (memory bound): the next batch grows its table again */
+		g_clear_pointer(&b->hist, g_free);
+		b->hist_cap = 0;
+		g_array_unref(b->hist_used);
+		b->hist_used = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	} else {
+		for (guint i = 0; i < b->hist_used->len; i++)
+			b->hist[g_array_index(b->hist_used, uint32_t, i)].count = 0;
+		g_array_set_size(b->hist_used, 0);
+	}
 	b->first_seq = b->last_seq = 0;
 	b->ts_min = UINT64_MAX;
 	b->ts_max = 0;
