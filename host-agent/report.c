@@ -1162,11 +1162,12 @@ GPtrArray *ha_report_gaps(HaStore *s, int64_t boot, GError **error)
 	g_autoptr(GPtrArray) g = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
 	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, after_ts FROM gaps WHERE boot = ?"
 					 " AND cpu < 4096 ORDER BY cpu, after_ts", error);
+	int rc;
 
 	if (!st)
 		return NULL;
 	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		guint cpu = (guint)sqlite3_column_int64(st, 0);
 		guint64 t = (guint64)MAX(sqlite3_column_int64(st, 1), 0);
 
@@ -1177,6 +1178,10 @@ GPtrArray *ha_report_gaps(HaStore *s, int64_t boot, GError **error)
 		g_array_append_val((GArray *)g->pdata[cpu], t);
 	}
 	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, "read gap positions");
+		return NULL;
+	}
 	return g_steal_pointer(&g);
 }
 
