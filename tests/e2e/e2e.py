@@ -56,6 +56,11 @@ class TestFailure(Exception):
     pass
 
 
+# The console of the newest boot, shown when a test fails: CI keeps only
+# what the test prints.
+LAST_CONSOLE = []
+
+
 def log(msg):
     print(msg, flush=True)
 
@@ -125,6 +130,8 @@ def launch(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
         cmd += ['--append', a]
     log('$ ' + ' '.join(cmd))
     rc = subprocess.run(cmd, check=False).returncode
+    LAST_CONSOLE[:] = [console]
+    log('launch exited with %d' % rc)
     return Run(console, rc)
 
 
@@ -151,10 +158,35 @@ ANSI = re.compile(r'\x1b\[[0-9;]*[mK]')
 CASE = re.compile(r'^\[(\d+)\](.*?)\s*\[(%s)\]\s*$' % '|'.join(RESULTS))
 
 
+def case_log(run, desc):
+    """What ftracetest -v printed of the case DESC after its result line
+    (the log of a case that did not pass)."""
+    out, inside = [], False
+    for l in run.lines:
+        plain = ANSI.sub('', l).strip()
+        m = CASE.match(plain)
+        if m:
+            if inside:
+                break
+            inside = m.group(2).strip() == desc and m.group(3) != 'PASS'
+            continue
+        if inside:
+            out.append(plain)
+    return out
+
+
+class Results(dict):
+    """{description: result}, and the boot (.run) they came from."""
+
+    def __init__(self, run):
+        super().__init__()
+        self.run = run
+
+
 def ftracetest_results(run):
     """{description: result} from the "[N] desc [RESULT]" lines of
     ftracetest.log, which the guest sends after the run."""
-    res = {}
+    res = Results(run)
     for l in run.file('ftracetest.log').decode('utf-8', 'replace').split('\n'):
         m = CASE.match(ANSI.sub('', l).strip())
         if m:
@@ -228,6 +260,10 @@ def t_ftrace_regression(workdir):
     check(passed_before, 'the baseline has no passing test')
     regressed = [d for d in passed_before if res.get(d) != 'PASS']
     log('baseline (unpatched): %s; patched: %s' % (summary(base), summary(res)))
+    for d in regressed:
+        log('log of %r:' % d)
+        for l in case_log(res.run, d)[-60:]:
+            log('  | ' + l)
     check(not regressed, 'passed unpatched, not patched: %s'
           % ['%s -> %s' % (d, res.get(d, 'missing')) for d in regressed])
     # The seed's three tests, and any later stackmap test, must pass too.
@@ -278,8 +314,12 @@ def t_trigger_regression(workdir):
           % (STACKTRACE_TRIGGER, base.get(STACKTRACE_TRIGGER, 'missing')))
     bad = []
     for name, res in results[1:]:
-        bad += ['%s: %s -> %s' % (name, d, res.get(d, 'missing'))
-                for d in passed if res.get(d) != 'PASS']
+        for d in passed:
+            if res.get(d) != 'PASS':
+                bad.append('%s: %s -> %s' % (name, d, res.get(d, 'missing')))
+                log('log of %r (%s):' % (d, name))
+                for l in case_log(res.run, d)[-60:]:
+                    log('  | ' + l)
     check(not bad, 'passed unpatched, not patched: %s' % bad)
     log('all %d tests that pass unpatched pass patched, stackmap off and on'
         % len(passed))
@@ -490,6 +530,18 @@ TESTS = {
 }
 
 
+def show_console_tail(path, n=40):
+    try:
+        with open(path, 'rb') as f:
+            lines = f.read().decode('utf-8', 'replace').replace('\r', '').split('\n')
+    except OSError as e:
+        log('console %s: %s' % (path, e))
+        return
+    log('last %d lines of %s:' % (n, path))
+    for l in lines[-n:]:
+        log('  > ' + l)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -500,6 +552,8 @@ def main():
     try:
         TESTS[args.test](os.path.abspath(args.workdir))
     except TestFailure as e:
+        if LAST_CONSOLE:
+            show_console_tail(LAST_CONSOLE[0])
         log('FAIL: %s' % e)
         return 1
     log('PASS: %s' % args.test)
