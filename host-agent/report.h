@@ -17,6 +17,10 @@
  * The clock probes' marker events (ftrace/print "stackmap-time ...", clocksync.h) are
  * the agent's, not the guest's traced events: no report shows or counts them.
  *
+ * Every JSON document is written by json-glib (report-json.h): valid UTF-8 whatever the
+ * guest sent. Warnings (an unreadable chunk, a vmlinux that does not fit) go to stderr,
+ * never into a report.
+ *
  * A stack_id resolves through the epoch in effect at the event's time (the newest
  * epoch with the id's tag that started at or before it, PROTOCOL.md 6.1) to the stack
  * the guest exported for (boot, epoch, id). When no such stack was received, or the
@@ -31,6 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "report-json.h"
 #include "resolve-dwarf.h"
 #include "store.h"
 
@@ -107,9 +112,5 @@ typedef void (*HaReportEventFn)(const HaReportEvent *ev, void *user);
 bool ha_report_cpu_events(HaStore *store, int64_t boot, uint32_t cpu, uint64_t from,
 			  uint64_t to, HaReportEventFn fn, void *user, uint64_t *ret_pages,
 			  GError **error);
-
-/* @s as a JSON string, escaped as every report's JSON is (bytes outside printable
- * ASCII as \u00XX), so that the store's and the fleet's reports print the same bytes. */
-void ha_report_json_str(GString *o, const char *s);
 
 #endif /* HA_REPORT_H */

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+/* report-cpu.c - ha_report_cpu_events(): one CPU's events, for replication (report.h). */
+#include "report-int.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chunk.h"
+
+typedef struct {
+	uint64_t page;
+	uint32_t idx;
+} EvWhere;
+
+typedef struct {
+	HaTep *tep;
+	HaPair *pair;
+	HaSyms *syms;
+	HaRpEvCtx x;
+	uint32_t cpu;
+	bool fed;
+	uint64_t page;		/* the page being walked (ordinal) */
+	uint32_t idx;		/* the next event's ordinal in it */
+	uint64_t from, to;	/* the pages whose events are given */
+	uint64_t tail;		/* the first page of the CPU's last chunk */
+	guint waiting;		/* events of pages from..to-1 not finished yet */
+	GHashTable *where;	/* text (the pairer's per-event pointer) -> EvWhere */
+	HaReportEventFn fn;
+	void *user;
+} CpuWalk;
+
+static void cpu_paired(const HaPaired *p, void *user)
+{
+	CpuWalk *c = user;
+	EvWhere *w = p->text ? g_hash_table_lookup(c->where, p->text) : NULL;
+	g_autoptr(JsonBuilder) js = NULL;
+	g_autofree char *stack_json = NULL;
+	g_autofree char *fold = NULL;
+	HaReportEvent r;
+	HaRpEv *e;
+
+	if (!w)
+		return;		/* a stack event's own (no text) */
+	if (w->page < c->from || w->page >= c->to) {
+		g_hash_table_remove(c->where, p->text);
+		return;
+	}
+	c->waiting--;
+	ha_rp_on_paired(p, &c->x);	/* as ha_rp_events() makes its HaRpEv */
+	e = &g_array_index(c->x.evs, HaRpEv, c->x.evs->len - 1);
+	js = json_builder_new();
+	ha_rp_json_stack(js, &e->st, c->syms);
+	stack_json = ha_json_to_string(js);
+	fold = ha_rp_folded(&e->st, c->syms);
+	r = (HaReportEvent){ .page = w->page, .idx = w->idx, .ts = e->ts, .cpu = e->cpu,
+			     .pid = e->pid, .text = e->text ? e->text : "",
+			     .stack_json = stack_json, .folded = fold,
+			     .stack_kind = ha_rp_stack_kinds[e->st.kind],
+			     .stack_id = e->st.kind == ST_NONE || e->st.kind == ST_LOST ? -1 :
+					 e->st.sid,
+			     .epoch = e->st.kind == ST_MAP || e->st.kind == ST_UNRESOLVED ?
+				      e->st.epoch : -1,
+			     .tail = w->page >= c->tail };
+	c->fn(&r, c->user);
+	g_array_set_size(c->x.evs, 0);
+	g_hash_table_remove(c->where, p->text);
+}
+
+static void cpu_event(const HaEvent *ev, void *user)
+{
+	CpuWalk *c = user;
+	char *text = NULL;
+
+	if (!c->fed && ha_tep_missed(c->tep) != 0)
+		ha_pair_lost(c->pair, c->cpu);
+	c->fed = true;
+	if (ev->kind == HA_EV_OTHER) {
+		EvWhere *w = g_new(EvWhere, 1);
+
+		text = ha_tep_format_event(c->tep, ev);
+		if (!text)
+			text = g_strdup("");	/* events prints "" for it too */
+		w->page = c->page;
+		w->idx = c->idx;
+		g_hash_table_insert(c->where, text, w);
+		if (c->page >= c->from && c->page < c->to)
+			c->waiting++;
+	}
+	c->idx++;
+	ha_pair_feed(c->pair, c->cpu, ev, text);
+}
+
+bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
+			  uint64_t to, HaReportEventFn fn, void *user, uint64_t *ret_pages,
+			  GError **error)
+{
+	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(HaRpEv));
+	g_autoptr(GHashTable) pending = NULL;
+	g_autoptr(GHashTable) where = g_hash_table_new_full(g_direct_hash, g_direct_equal,
+							    NULL, g_free);
+	g_autoptr(HaSyms) syms = NULL;
+	g_autoptr(HaTep) tep = NULL;
+	g_autoptr(HaPair) pair = NULL;
+	CpuWalk c = { .cpu = cpu, .from = from, .to = to, .where = where, .fn = fn,
+		      .user = user };
+	bool own_txn = !ha_store_in_txn(s), ok = false;
+	uint64_t pages = 0;
+	sqlite3_stmt *st;
+	guint i, start = 0;
+
+	if (own_txn && !ha_store_exec(s, "BEGIN", error))	/* one snapshot */
+		return false;
+	g_array_set_clear_func(evs, ha_rp_ev_clear);
+	st = ha_store_stmt(s, "SELECT id, nr_pages FROM chunks WHERE boot = ? AND cpu = ? AND"
+			   " nr_pages > 0 ORDER BY id", error);
+	if (!st)
+		goto out;
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, cpu);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+
+		g_array_append_val(ids, id);
+		g_array_append_val(first, pages);
+		pages += (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	*ret_pages = pages;
+	if (to > pages)
+		to = c.to = pages;
+	if (from >= to) {
+		ok = true;
+		goto out;
+	}
+	c.tail = ids->len ? g_array_index(first, uint64_t, ids->len - 1) : 0;
+	/* from the chunk that holds the page before @from: its events pair with ours */
+	while (start + 1 < ids->len && g_array_index(first, uint64_t, start + 1) < MAX(from, 1))
+		start++;
+	syms = ha_rp_load_syms(s, boot, NULL);
+	tep = ha_rp_load_tep(s, boot, syms);
+	pending = ha_rp_pending_events(s, boot);
+	pair = ha_pair_new(cpu_paired, &c);
+	c.tep = tep;
+	c.pair = pair;
+	c.syms = syms;
+	c.x = (HaRpEvCtx){ .evs = evs, .store = s, .boot = boot, .pending = pending };
+	/* up to the chunk that holds page @to, and on while an event of ours waits */
+	for (i = start; i < ids->len; i++) {
+		g_autoptr(GBytes) raw = NULL;
+		g_autoptr(GError) e = NULL;
+		const uint8_t *page;
+		uint32_t len;
+		size_t off = 0;
+
+		if (g_array_index(first, uint64_t, i) > to && !c.waiting)
+			break;
+		st = ha_store_stmt(s, "SELECT data FROM chunks WHERE id = ?", error);
+		if (!st)
+			goto out;
+		sqlite3_bind_int64(st, 1, g_array_index(ids, int64_t, i));
+		if (sqlite3_step(st) == SQLITE_ROW)
+			raw = ha_chunk_decompress(sqlite3_column_blob(st, 0),
+						  (size_t)sqlite3_column_bytes(st, 0), &e);
+		sqlite3_reset(st);
+		c.page = g_array_index(first, uint64_t, i);
+		if (!raw) {
+			/* what events skips (it says why on stderr) */
+			continue;
+		}
+		while (ha_chunk_next_page(raw, &off, &page, &len)) {
+			c.fed = false;
+			c.idx = 0;
+			if (ha_tep_walk_page(tep, page, len, cpu_event, &c, NULL) >= 0 &&
+			    !c.fed && ha_tep_missed(tep) != 0)
+				ha_pair_lost(pair, cpu);
+			c.page++;
+		}
+	}
+	if (i == ids->len)
+		ha_pair_flush(pair);	/* the CPU's end: as events finishes them */
+	ok = true;
+out:
+	if (own_txn)
+		ha_store_exec(s, "COMMIT", NULL);
+	return ok;
+}
+

@@ -1,0 +1,561 @@
+// SPDX-License-Identifier: MIT
+/*
+ * report-events.c - events: the last N events of a boot with their stacks (text, JSON,
+ * perf-script, folded), and the decoding of a boot's pages the event reports share.
+ */
+#include "report-int.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chunk.h"
+#include "clocksync.h"
+#include "export-perf.h"
+#include "proto.h"
+
+typedef struct {
+	HaTep *tep;
+	HaPair *pair;
+	uint32_t cpu;
+	bool fed;		/* an event of this page was fed to the pairer */
+	const HaMarkerFormat *marker;	/* the clock probes' marker events */
+	GPtrArray *gaps;	/* ha_report_gaps(), or NULL */
+	guint *gap_next;	/* per CPU: the first gap not yet passed */
+} WalkCtx;
+
+void ha_rp_on_paired(const HaPaired *p, void *user)
+{
+	HaRpEvCtx *x = user;
+	HaRpEv e = { .ts = p->ts, .cpu = p->cpu, .pid = p->pid, .text = g_strdup(p->text) };
+
+	if (p->stack == HA_STACK_ID) {
+		ha_rp_resolve_map(x->store, x->boot, p->stack_id, p->ts, p->ts, &e.st);
+	} else if (p->stack == HA_STACK_LOST) {
+		e.st.kind = ST_LOST;
+	} else if (p->stack == HA_STACK_FULL) {
+		e.st.kind = ST_FULL;
+		e.st.sid = 0;
+		e.st.ips = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+		g_array_append_vals(e.st.ips, p->ips, p->nr_ips);
+	} else if (g_hash_table_size(x->pending)) {
+		g_autofree char *k = ha_rp_pending_key(p->cpu, p->ts, p->pid);
+
+		if (g_hash_table_contains(x->pending, k))
+			e.st.why = HA_RP_WHY_PENDING;
+	}
+	g_array_append_val(x->evs, e);
+}
+
+static void on_event(const HaEvent *ev, void *user)
+{
+	WalkCtx *w = user;
+	uint64_t probe;
+
+	/* a clock probe's marker (clocksync.h) is the agent's, not a traced event */
+	if (ev->kind == HA_EV_OTHER &&
+	    ha_marker_event_id(w->marker, ev->type, ev->data, ev->size, &probe))
+		return;
+	/* events lost before this page: no stack after it belongs to one before it */
+	if (!w->fed && ha_tep_missed(w->tep) != 0)
+		ha_pair_lost(w->pair, w->cpu);
+	w->fed = true;
+	/* frames the agent dropped lie before this event: so do the stacks of the
+	 * events waiting (the daemon finished them as lost when it saw the gap) */
+	if (ev->kind == HA_EV_OTHER && w->gaps && w->cpu < w->gaps->len &&
+	    w->gaps->pdata[w->cpu]) {
+		GArray *g = w->gaps->pdata[w->cpu];
+
+		while (w->gap_next[w->cpu] < g->len &&
+		       ev->ts > g_array_index(g, guint64, w->gap_next[w->cpu])) {
+			ha_pair_lost(w->pair, w->cpu);
+			w->gap_next[w->cpu]++;
+		}
+	}
+	ha_pair_feed(w->pair, w->cpu, ev,
+		     ev->kind == HA_EV_OTHER ? ha_tep_format_event(w->tep, ev) : NULL);
+}
+
+static int ev_cmp(gconstpointer a, gconstpointer b)
+{
+	const HaRpEv *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+void ha_rp_ev_clear(gpointer p)
+{
+	HaRpEv *e = p;
+
+	g_free(e->text);
+	ha_rp_stack_clear(&e->st);
+}
+
+/* %pS and friends as the kernel prints them, from the boot's kallsyms. */
+static char *symbolize(uint64_t ip, char conv, void *syms)
+{
+	if (conv == 's' || conv == 'f')
+		return ha_syms_format_name(syms, ip);
+	/* %pB: the kernel looks up ip - 1 and prints the offset + 1; the same text
+	 * unless the call was a function's last instruction (not told apart here). */
+	return ha_syms_format(syms, ip);
+}
+
+static bool enum_value(const char *name, int64_t *ret, void *dw)
+{
+	return ha_dwarf_enum(dw, name, ret);
+}
+
+static void add_symbol(uint64_t addr, const char *name, const char *module, void *tep)
+{
+	ha_tep_add_symbol(tep, addr, name, module);
+}
+
+/* The boot's formats and symbols in a new HaTep that prints with @syms (borrowed, must
+ * outlive it) and the enum constants of @syms' DWARF when it has one. */
+HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT page_size, flags FROM boots WHERE id = ?",
+					 NULL);
+	HaTep *t;
+	uint32_t psize = 4096, flags = 0;
+
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		psize = (uint32_t)sqlite3_column_int64(st, 0);
+		flags = (uint32_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	t = ha_tep_new(psize, flags & SMP_HELLO_PAGES_BE);
+	ha_tep_set_symbolizer(t, symbolize, syms);
+	if (ha_syms_dwarf(syms))
+		ha_tep_set_enum_resolver(t, enum_value, ha_syms_dwarf(syms));
+	/* a refused text (never parsed again) names the events of its id in the report */
+	st = ha_store_stmt(s, "SELECT name, text, kind FROM texts WHERE boot = ? AND kind IN"
+			   " ('format', 'format-refused') ORDER BY seq", NULL);
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		const char *text = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+
+		if (!name)
+			continue;
+		if (!g_strcmp0((const char *)sqlite3_column_text(st, 2), "format-refused"))
+			ha_tep_add_refused_text(t, name, text, len);
+		else
+			ha_tep_add_format(t, name, text, len, NULL);
+	}
+	sqlite3_reset(st);
+	ha_syms_foreach(syms, add_symbol, t);	/* for libtraceevent's own %pS */
+	return t;
+}
+
+/* The boot's ftrace/print format as the clock probes' marker events (none: type -1). */
+static void load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT text FROM texts WHERE boot = ? AND"
+					 " kind = 'format' AND name = 'ftrace/print'", NULL);
+
+	ret->type = -1;
+	if (!st)
+		return;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    !ha_marker_format_parse(sqlite3_column_blob(st, 0),
+				    (size_t)sqlite3_column_bytes(st, 0), ret))
+		ret->type = -1;
+	sqlite3_reset(st);
+}
+
+/* Host time as text: realtime and tai as a UTC date, the others in seconds. */
+static void host_time_text(GString *out, HaHostClock clock, int64_t ns, uint64_t unc)
+{
+	if (clock == HA_HOSTCLOCK_REALTIME || clock == HA_HOSTCLOCK_TAI) {
+		g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(ns / 1000000000);
+		g_autofree char *d = dt ? g_date_time_format(dt, "%Y-%m-%d %H:%M:%S") : NULL;
+
+		g_string_append_printf(out, "%s.%09" PRId64 "%s", d ? d : "?",
+				       ns % 1000000000, clock == HA_HOSTCLOCK_TAI ? " TAI" :
+				       " UTC");
+	} else {
+		g_string_append_printf(out, "%s %" PRId64 ".%09" PRId64, ha_host_clock_name(clock),
+				       ns / 1000000000, ns % 1000000000);
+	}
+	g_string_append_printf(out, " +-%.1f us", (double)unc / 1000.0);
+}
+
+/* Is @text ("system/name: fields") an event @name ("system/name" or "name")? */
+static bool event_is(const char *text, const char *name)
+{
+	const char *colon = text ? strstr(text, ": ") : NULL;
+	const char *slash = text ? strchr(text, '/') : NULL;
+	size_t n = strlen(name);
+
+	if (!colon)
+		return false;
+	if ((size_t)(colon - text) == n && !strncmp(text, name, n))
+		return true;
+	return slash && slash < colon && (size_t)(colon - slash - 1) == n &&
+	       !strncmp(slash + 1, name, n);
+}
+
+/* `folded` lines of the events @evs[@first..] (their own stacks). */
+static void events_folded(GArray *evs, guint first, const HaSyms *syms, GString *out)
+{
+	g_autoptr(GHashTable) counts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							     NULL);
+	g_autoptr(GList) keys = NULL;
+
+	for (guint i = first; i < evs->len; i++) {
+		char *f = ha_rp_folded(&g_array_index(evs, HaRpEv, i).st, syms);
+		gpointer v = g_hash_table_lookup(counts, f);
+
+		g_hash_table_insert(counts, f, GSIZE_TO_POINTER(GPOINTER_TO_SIZE(v) + 1));
+	}
+	keys = g_list_sort(g_hash_table_get_keys(counts), (GCompareFunc)strcmp);
+	for (GList *k = keys; k; k = k->next)
+		g_string_append_printf(out, "%s %" G_GSIZE_FORMAT "\n", (char *)k->data,
+				       GPOINTER_TO_SIZE(g_hash_table_lookup(counts, k->data)));
+}
+
+GPtrArray *ha_report_gaps(HaStore *s, int64_t boot, GError **error)
+{
+	g_autoptr(GPtrArray) g = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, after_ts FROM gaps WHERE boot = ?"
+					 " AND cpu < 4096 ORDER BY cpu, after_ts", error);
+	int rc;
+
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, boot);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		guint cpu = (guint)sqlite3_column_int64(st, 0);
+		guint64 t = (guint64)MAX(sqlite3_column_int64(st, 1), 0);
+
+		if (cpu >= g->len)
+			g_ptr_array_set_size(g, (gint)cpu + 1);
+		if (!g->pdata[cpu])
+			g->pdata[cpu] = g_array_new(FALSE, FALSE, sizeof(guint64));
+		g_array_append_val((GArray *)g->pdata[cpu], t);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, "read gap positions");
+		return NULL;
+	}
+	return g_steal_pointer(&g);
+}
+
+static bool ev_wanted(const HaReportOpts *o, const HaRpEv *e)
+{
+	return !((o->since_ns >= 0 && e->ts < (uint64_t)o->since_ns) ||
+		 (o->until_ns >= 0 && e->ts > (uint64_t)o->until_ns) ||
+		 (o->event && !event_is(e->text, o->event)));
+}
+
+static void perf_sample(const HaRpEv *e, const HaSyms *syms, GString *out)
+{
+	bool frames = e->st.ips && (e->st.kind == ST_MAP || e->st.kind == ST_FULL);
+
+	ha_perf_script_sample(out, e->ts, e->cpu, e->pid, e->text,
+			      frames ? (const uint64_t *)e->st.ips->data : NULL,
+			      frames ? e->st.ips->len : 0, syms);
+}
+
+static void oldest_waiting(uint32_t cpu, uint64_t ts, int pid, void *user)
+{
+	uint64_t *min = user;
+
+	*min = MIN(*min, ts);
+}
+
+/*
+ * Streaming perf-script: write out (and forget) the decoded events older than @limit,
+ * the oldest start of a chunk still to decode and of an event still waiting for its
+ * stack; nothing decoded later can be older. Same order as sorting them all: the sort
+ * is stable and events of one timestamp leave together. False on a write error.
+ */
+static bool perf_flush(GArray *evs, uint64_t limit, HaPair *pair, const HaReportOpts *o,
+		       const HaSyms *syms, GString *buf)
+{
+	guint n = 0;
+
+	ha_pair_foreach_waiting(pair, oldest_waiting, &limit);
+	g_array_sort(evs, ev_cmp);
+	while (n < evs->len && g_array_index(evs, HaRpEv, n).ts < limit) {
+		const HaRpEv *e = &g_array_index(evs, HaRpEv, n++);
+
+		if (ev_wanted(o, e))
+			perf_sample(e, syms, buf);
+	}
+	g_array_remove_range(evs, 0, n);	/* ha_rp_ev_clear()s them */
+	if (buf->len && fwrite(buf->str, 1, buf->len, o->stream) != buf->len)
+		return false;
+	g_string_truncate(buf, 0);
+	return true;
+}
+
+bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		  GError **error)
+{
+	HaJsonArray arr;
+	g_autoptr(GArray) ids = ha_rp_select_boots(s, o->boot, error);
+	bool perf = !g_strcmp0(o->format, "perf-script");
+	bool as_folded = !g_strcmp0(o->format, "folded");
+	guint want = o->limit ? o->limit : perf || as_folded ? G_MAXUINT : HA_RP_EVENTS_DEFAULT;
+	int64_t boot;
+	g_autoptr(HaTep) tep = NULL;
+	g_autoptr(HaSyms) syms = NULL;
+	g_autoptr(GArray) chunks = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	g_autoptr(GArray) older = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	g_autoptr(GString) buf = g_string_new(NULL);
+	bool streaming = perf && !o->limit && o->stream;
+	g_autoptr(GPtrArray) gaps = NULL;
+	g_autofree guint *gap_next = NULL;
+	uint64_t run = UINT64_MAX;
+	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(HaRpEv));
+	HaRpEvCtx x = { .evs = evs, .store = s };
+	g_autoptr(HaPair) pair = NULL;
+	g_autoptr(GHashTable) pending = NULL;
+	g_autofree char *uuid = NULL;
+	g_autoptr(HaClockMap) clk = NULL;
+	HaHostClock hclock = HA_HOSTCLOCK_REALTIME;
+	HaMarkerFormat marker;
+	sqlite3_stmt *st;
+	uint64_t have = 0, bad_pages = 0;
+	int64_t since = o->since_ns >= 0 ? o->since_ns : 0;
+	guint first;
+	HaRpProgress pr;
+
+	if (!ids)
+		return false;
+	if (o->host_time && !ha_host_clock_parse(o->host_time, &hclock)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "--host-time %s: not realtime, mono, boot or tai", o->host_time);
+		return false;
+	}
+	if (ids->len != 1) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "events reports one boot at a time");
+		return false;
+	}
+	boot = g_array_index(ids, int64_t, 0);
+	x.boot = boot;
+	pending = ha_rp_pending_events(s, boot);
+	x.pending = pending;
+	g_array_set_clear_func(evs, ha_rp_ev_clear);
+	syms = ha_rp_load_syms(s, boot, dw);
+	tep = ha_rp_load_tep(s, boot, syms);
+	pair = ha_pair_new(ha_rp_on_paired, &x);
+	load_marker(s, boot, &marker);
+	gaps = ha_report_gaps(s, boot, error);
+	if (!gaps)
+		return false;
+	gap_next = g_new0(guint, gaps->len + 1);
+	if (o->host_time) {
+		clk = ha_clockmap_load(s, boot, error);
+		if (!clk)
+			return false;
+		if (!ha_clockmap_points(clk))
+			g_printerr("host-agent report: boot %" PRId64 " has no host time (its"
+				   " guest agent never answered a clock probe)\n", boot);
+	}
+	/*
+	 * Which chunks: with a time range, every chunk that overlaps it. Otherwise the
+	 * newest chunks until they hold enough ring events (stack events count too),
+	 * which gives a time T (their oldest start) after which there are enough; then
+	 * every chunk of any CPU that reaches past T, so that no CPU's events after T are
+	 * missing from the merge. Decoded oldest first for the pairing.
+	 */
+	if (o->since_ns < 0 && o->until_ns < 0) {
+		int64_t t = INT64_MAX;
+
+		st = ha_store_stmt(s, "SELECT nr_events, ts_min FROM chunks WHERE boot = ? AND"
+				   " nr_pages > 0 ORDER BY ts_max DESC, id DESC", error);
+		if (!st)
+			return false;
+		sqlite3_bind_int64(st, 1, boot);
+		while (have < 2ull * want + 64 && sqlite3_step(st) == SQLITE_ROW) {
+			have += (uint64_t)sqlite3_column_int64(st, 0);
+			t = MIN(t, sqlite3_column_int64(st, 1));
+		}
+		sqlite3_reset(st);
+		since = t == INT64_MAX ? 0 : t;
+	}
+	/* Chunks without a time range hold pages the daemon could not parse when they
+	 * came (before the formats): decoded too, they may parse now, or are counted
+	 * as unparsable on stderr. */
+	st = ha_store_stmt(s, "SELECT id, ts_min FROM chunks WHERE boot = ? AND nr_pages > 0"
+			   " AND ((ts_max >= ? AND ts_min <= ?) OR ts_max IS NULL)"
+			   " ORDER BY ts_min DESC, id DESC", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, since);
+	sqlite3_bind_int64(st, 3, o->until_ns >= 0 ? o->until_ns : INT64_MAX);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+
+		/* older[i]: the oldest start of chunks 0..i-1, those decoded after chunk
+		 * i (a chunk of unparsed pages, without a range, counts as 0). Decoded by
+		 * their start (each CPU's in ring order), so that it keeps moving: by
+		 * their end, a chunk of an idle CPU spanning the boot would hold it. */
+		g_array_append_val(chunks, id);
+		g_array_append_val(older, run);
+		run = MIN(run, (uint64_t)MAX(sqlite3_column_int64(st, 1), 0));
+	}
+	sqlite3_reset(st);
+	ha_rp_progress_init(&pr, "decoding pages");
+	for (guint i = chunks->len; i-- > 0;) {
+		int64_t id = g_array_index(chunks, int64_t, i);
+		g_autoptr(GBytes) raw = NULL;
+		g_autoptr(GError) e = NULL;
+		WalkCtx w = { .tep = tep, .pair = pair, .marker = &marker, .gaps = gaps,
+			      .gap_next = gap_next };
+		const uint8_t *page;
+		uint32_t len;
+		size_t off = 0;
+
+		st = ha_store_stmt(s, "SELECT cpu, data FROM chunks WHERE id = ?", error);
+		if (!st)
+			return false;
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) != SQLITE_ROW) {
+			sqlite3_reset(st);
+			continue;
+		}
+		w.cpu = (uint32_t)sqlite3_column_int64(st, 0);
+		raw = ha_chunk_decompress(sqlite3_column_blob(st, 1),
+					  (size_t)sqlite3_column_bytes(st, 1), &e);
+		sqlite3_reset(st);
+		if (!raw) {
+			/* warnings go to stderr, never into the report (JSON included) */
+			g_printerr("host-agent report: boot %" PRId64 ": chunk %" PRId64
+				   " unreadable: %s\n", boot, id, e->message);
+			continue;
+		}
+		while (ha_chunk_next_page(raw, &off, &page, &len)) {
+			g_autoptr(GError) pe = NULL;
+
+			w.fed = false;
+			if (ha_tep_walk_page(tep, page, len, on_event, &w, &pe) < 0) {
+				if (++bad_pages <= 10)
+					g_printerr("host-agent report: boot %" PRId64 ": chunk %"
+						   PRId64 ": unparsable page: %s\n", boot, id,
+						   pe ? pe->message : "?");
+			} else if (!w.fed && ha_tep_missed(tep) != 0) {
+				ha_pair_lost(pair, w.cpu);
+			}
+		}
+		ha_rp_progress_tick(&pr, chunks->len - i, chunks->len);
+		if (streaming && !perf_flush(evs, g_array_index(older, uint64_t, i), pair, o,
+					     syms, buf)) {
+			ha_rp_progress_end(&pr);
+			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+				    "writing the report: %s", g_strerror(errno));
+			return false;
+		}
+	}
+	ha_rp_progress_end(&pr);
+	if (bad_pages > 10)
+		g_printerr("host-agent report: boot %" PRId64 ": %" PRIu64 " unparsable pages"
+			   " in all\n", boot, bad_pages);
+	ha_pair_flush(pair);
+	g_array_sort(evs, ev_cmp);
+	if (o->since_ns >= 0 || o->until_ns >= 0 || o->event) {
+		guint keep = 0;
+
+		for (guint i = 0; i < evs->len; i++) {
+			HaRpEv *e = &g_array_index(evs, HaRpEv, i);
+
+			if (!ev_wanted(o, e)) {
+				ha_rp_ev_clear(e);
+				continue;
+			}
+			g_array_index(evs, HaRpEv, keep++) = *e;
+		}
+		g_array_set_clear_func(evs, NULL);
+		g_array_set_size(evs, keep);
+		g_array_set_clear_func(evs, ha_rp_ev_clear);
+	}
+	first = evs->len > want ? evs->len - want : 0;
+	uuid = ha_rp_boot_uuid(s, boot);
+	if (as_folded) {
+		events_folded(evs, first, syms, out);
+		return true;
+	}
+	if (streaming) {
+		/* what the last flush kept: the events still waiting, now finished */
+		for (guint i = 0; i < evs->len; i++)
+			perf_sample(&g_array_index(evs, HaRpEv, i), syms, buf);
+		if (buf->len && fwrite(buf->str, 1, buf->len, o->stream) != buf->len) {
+			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+				    "writing the report: %s", g_strerror(errno));
+			return false;
+		}
+		return true;
+	}
+	if (perf) {
+		for (guint i = first; i < evs->len; i++)
+			perf_sample(&g_array_index(evs, HaRpEv, i), syms, out);
+		return true;
+	}
+	if (o->json) {
+		g_autoptr(JsonBuilder) head = json_builder_new();
+
+		json_builder_begin_object(head);
+		ha_json_member_int(head, "boot", boot);
+		ha_json_array_begin(&arr, out, head, "events");
+	} else
+		g_string_append_printf(out, "last %u events of boot %" PRId64 " (%s), oldest"
+				       " first:\n", evs->len - first, boot, uuid);
+	for (guint i = first; i < evs->len; i++) {
+		HaRpEv *e = &g_array_index(evs, HaRpEv, i);
+		int64_t hns = 0;
+		uint64_t hunc = 0;
+		bool host = clk && ha_clockmap_to_host(clk, e->ts, hclock, &hns, &hunc);
+
+		if (o->json) {
+			g_autoptr(JsonBuilder) j = json_builder_new();
+
+			json_builder_begin_object(j);
+			ha_json_member_u64(j, "ts", e->ts);
+			ha_json_member_int(j, "cpu", e->cpu);
+			ha_json_member_int(j, "pid", e->pid);
+			if (host) {
+				json_builder_set_member_name(j, "host_time");
+				json_builder_begin_object(j);
+				ha_json_member_str(j, "clock", ha_host_clock_name(hclock));
+				ha_json_member_int(j, "ns", hns);
+				ha_json_member_u64(j, "uncertainty_ns", hunc);
+				json_builder_end_object(j);
+			}
+			ha_json_member_str(j, "event", e->text);
+			json_builder_set_member_name(j, "stack");
+			ha_rp_json_stack(j, &e->st, syms);
+			json_builder_end_object(j);
+			ha_json_array_add(&arr, j);
+		} else {
+			g_autofree char *l = ha_rp_stack_label(&e->st);
+
+			g_string_append_printf(out, "\n%" PRIu64 ".%09" PRIu64 " ", e->ts / 1000000000u,
+					       e->ts % 1000000000u);
+			if (host) {
+				g_string_append(out, "[host ");
+				host_time_text(out, hclock, hns, hunc);
+				g_string_append(out, "] ");
+			}
+			g_string_append_printf(out, "cpu%u pid %d  %s\n    %s\n", e->cpu, e->pid,
+					       e->text ? e->text : "?", l);
+			ha_rp_print_frames(out, &e->st, syms, "      ");
+		}
+	}
+	if (o->json)
+		ha_json_array_end(&arr);
+	return true;
+}
+

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report-int.h - what the report files share (not for outside host-agent/report*.c).
+ *
+ *   report.c           the dispatch table (ha_report()), stacks and their resolution,
+ *                      boot selection, symbols, the text and JSON forms of a stack
+ *   report-boots.c     boots
+ *   report-top.c       top, folded
+ *   report-events.c    events (text, JSON, perf-script, folded) and the decoding of a
+ *                      boot's pages the event reports share
+ *   report-cpu.c       ha_report_cpu_events(): one CPU's events, for replication
+ *   report-stack.c     stack ID
+ *   report-flamegraph.c flamegraph
+ *
+ * Every report runs inside the read transaction ha_report() opens, writes its text or
+ * JSON into the caller's GString and its warnings to stderr, never into the report.
+ */
+#ifndef HA_REPORT_INT_H
+#define HA_REPORT_INT_H
+
+#include "pair.h"
+#include "report-json.h"
+#include "report.h"
+#include "resolve.h"
+#include "tep.h"
+
+#define HA_RP_TOP_DEFAULT	20u
+#define HA_RP_EVENTS_DEFAULT	50u
+
+typedef enum {
+	ST_NONE,		/* the event had no stack event */
+	ST_MAP,			/* resolved stack_id */
+	ST_FULL,		/* inline full stack */
+	ST_UNRESOLVED,		/* stack_id with no stack for its epoch */
+	ST_LOST,		/* its stack event may have been lost with other events */
+} HaRpStKind;
+
+/* A stack as the reports show it. */
+typedef struct {
+	HaRpStKind kind;
+	int64_t sid;		/* stack_id, or fullstacks.id */
+	int64_t epoch;		/* ST_MAP */
+	GArray *ips;		/* uint64_t, innermost first */
+	const char *why;	/* ST_UNRESOLVED (static string) */
+} HaRpStack;
+
+extern const char HA_RP_WHY_PENDING[];
+/* The stack object's "kind", by HaRpStKind. */
+extern const char *const ha_rp_stack_kinds[];
+
+void ha_rp_stack_clear(HaRpStack *s);
+/* The 8-byte little-endian ips of a stored blob: a new array (g_array_unref). */
+GArray *ha_rp_ips_from_blob(const void *blob, int bytes);
+/* The stack of stack_id @id seen between @ts_min and @ts_max (report.h's rule). */
+void ha_rp_resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
+		       uint64_t ts_max, HaRpStack *ret);
+void ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret);
+
+/* pending_key()s of the events of @boot still waiting for their stack event in the
+ * stored pairing state: g_hash_table_unref(). */
+GHashTable *ha_rp_pending_events(HaStore *s, int64_t boot);
+char *ha_rp_pending_key(uint32_t cpu, uint64_t ts, int pid);
+
+/* As --boot names them (report.h's ha_report_select_boots()). */
+GArray *ha_rp_select_boots(HaStore *s, const char *arg, GError **error);
+/* The boot's boot_id as a UUID string ("?" without one): g_free(). */
+char *ha_rp_boot_uuid(HaStore *s, int64_t boot);
+/* The boot's kallsyms, with @dw's DWARF when it fits the boot: ha_syms_free(). */
+HaSyms *ha_rp_load_syms(HaStore *s, int64_t boot, HaDwarf *dw);
+
+/* The stack's one-line label ("stack_id 0x... (epoch 2, slot 5)"): g_free(). */
+char *ha_rp_stack_label(const HaRpStack *st);
+/* Its frames, one line each (and their source lines), after @indent. */
+void ha_rp_print_frames(GString *o, const HaRpStack *st, const HaSyms *syms,
+			const char *indent);
+/* Its "stack" object as a value of @b. */
+void ha_rp_json_stack(JsonBuilder *b, const HaRpStack *st, const HaSyms *syms);
+/* Outermost first, ';'-separated, for flame graphs: g_free(). */
+char *ha_rp_folded(const HaRpStack *st, const HaSyms *syms);
+/* "YYYY-MM-DD HH:MM:SS" of a Unix time in us, "-" for none: g_free(). */
+char *ha_rp_fmt_time(int64_t us);
+
+/* A progress line on stderr when on a terminal, once a report has run for a second. */
+typedef struct {
+	gint64 start;
+	gint64 last;
+	bool shown;
+	const char *what;
+} HaRpProgress;
+
+void ha_rp_progress_init(HaRpProgress *p, const char *what);
+void ha_rp_progress_tick(HaRpProgress *p, uint64_t done, uint64_t total);
+void ha_rp_progress_end(HaRpProgress *p);
+
+/* ---- decoding a boot's events (report-events.c) ---- */
+
+typedef struct {
+	uint64_t ts;
+	uint32_t cpu;
+	int pid;
+	char *text;
+	HaRpStack st;
+} HaRpEv;
+
+/* What ha_rp_on_paired() appends to. */
+typedef struct {
+	GArray *evs;		/* HaRpEv, clear func ha_rp_ev_clear() */
+	HaStore *store;
+	int64_t boot;
+	GHashTable *pending;	/* ha_rp_pending_events() */
+} HaRpEvCtx;
+
+/* HaPairFn: the paired event as an HaRpEv, its stack resolved, appended to @user's. */
+void ha_rp_on_paired(const HaPaired *p, void *user);
+void ha_rp_ev_clear(gpointer p);
+/* The boot's formats and symbols in a new HaTep printing with @syms (which must outlive
+ * it): g_autoptr(HaTep). */
+HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms);
+
+/* The reports (@dw: the --vmlinux, or NULL). */
+bool ha_rp_boots(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		 GError **error);
+bool ha_rp_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+	       GError **error);
+bool ha_rp_folded_report(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+			 GError **error);
+bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		  GError **error);
+bool ha_rp_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		 GError **error);
+bool ha_rp_flamegraph(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		      GError **error);
+
+#endif /* HA_REPORT_INT_H */

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/* report-top.c - top and folded: stacks by event count (report-int.h). */
+#include "report-int.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hist.h"
+
+typedef struct {
+	int64_t boot;
+	uint64_t count;
+	HaRpStack st;
+	char *key;
+} Entry;
+
+static void entry_free(gpointer p)
+{
+	Entry *e = p;
+
+	ha_rp_stack_clear(&e->st);
+	g_free(e->key);
+	g_free(e);
+}
+
+static int entry_cmp(gconstpointer a, gconstpointer b)
+{
+	const Entry *x = *(Entry *const *)a, *y = *(Entry *const *)b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return g_strcmp0(x->key, y->key);
+}
+
+static void add_entry(GHashTable *by_key, int64_t boot, HaRpStack *st, uint64_t count,
+		      const HaSyms *syms, bool merge_symbolic)
+{
+	g_autofree char *key = NULL;
+	Entry *e;
+
+	if (merge_symbolic)
+		key = ha_rp_folded(st, syms);
+	else if (st->kind == ST_MAP)
+		key = g_strdup_printf("%" PRId64 ":e%" PRId64 ":%" PRId64, boot, st->epoch, st->sid);
+	else if (st->kind == ST_FULL)
+		key = g_strdup_printf("%" PRId64 ":f%" PRId64, boot, st->sid);
+	else if (st->kind == ST_NONE)
+		key = g_strdup_printf("%" PRId64 ":%s", boot, st->why ? "pending" : "none");
+	else if (st->kind == ST_LOST)
+		key = g_strdup_printf("%" PRId64 ":lost", boot);
+	else
+		key = g_strdup_printf("%" PRId64 ":u%" PRId64 ":%s", boot, st->sid, st->why);
+	e = g_hash_table_lookup(by_key, key);
+	if (e) {
+		e->count += count;
+		ha_rp_stack_clear(st);
+		return;
+	}
+	e = g_new0(Entry, 1);
+	e->boot = boot;
+	e->count = count;
+	e->st = *st;
+	memset(st, 0, sizeof(*st));
+	e->key = g_steal_pointer(&key);
+	g_hash_table_insert(by_key, e->key, e);
+}
+
+static void resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, HaRpStack *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (e->kind == HA_HIST_NONE) {
+		ret->kind = ST_NONE;
+		ret->why = e->pending ? HA_RP_WHY_PENDING : NULL;
+	}
+	else if (e->kind == HA_HIST_ID)
+		ha_rp_resolve_map(s, boot, (uint32_t)(e->id & 0x7fffffff), e->ts_min, e->ts_max, ret);
+	else
+		ha_rp_resolve_full(s, e->id, ret);
+}
+
+static int ent_cmp(gconstpointer a, gconstpointer b)
+{
+	const HaHistEnt *x = a, *y = b;
+
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+/*
+ * Add the stack counts of @boot to @by_key, resolved in decreasing order of their
+ * event count, only the first @resolve_limit (ids of different stacks never merge
+ * within a boot, so that order is final); *ret_total and *ret_distinct count all.
+ */
+static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *syms,
+		    bool merge_symbolic, guint resolve_limit, uint64_t *ret_total,
+		    guint *ret_distinct, GError **error)
+{
+	g_autoptr(GArray) ents = g_array_new(FALSE, FALSE, sizeof(HaHistEnt));
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT key, count, ts_min, ts_max FROM"
+					 " stack_counts WHERE boot = ?", error);
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		HaHistEnt e = {
+			.count = (uint64_t)sqlite3_column_int64(st, 1),
+			.ts_min = (uint64_t)sqlite3_column_int64(st, 2),
+			.ts_max = (uint64_t)sqlite3_column_int64(st, 3),
+		};
+
+		ha_hist_from_key((uint64_t)sqlite3_column_int64(st, 0), &e);
+		*ret_total += e.count;
+		g_array_append_val(ents, e);
+	}
+	sqlite3_reset(st);
+	{
+		g_autoptr(GHashTable) p = ha_rp_pending_events(s, boot);
+
+		if (g_hash_table_size(p)) {
+			HaHistEnt e = { .kind = HA_HIST_NONE, .count = g_hash_table_size(p),
+					.pending = true };
+
+			*ret_total += e.count;
+			g_array_append_val(ents, e);
+		}
+	}
+	*ret_distinct += ents->len;
+	g_array_sort(ents, ent_cmp);
+	for (guint i = 0; i < ents->len && i < resolve_limit; i++) {
+		HaHistEnt *e = &g_array_index(ents, HaHistEnt, i);
+		HaRpStack stk;
+
+		resolve_ent(s, boot, e, &stk);
+		add_entry(by_key, boot, &stk, e->count, syms, merge_symbolic);
+	}
+	return true;
+}
+
+/* On stderr (never in the report): the event formats of @boot the host refused, whose
+ * events are counted by their stacks like any other but have no decoded fields. */
+static void note_refused_formats(HaStore *s, int64_t boot)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT name FROM texts WHERE boot = ? AND"
+					 " kind = 'format-refused' ORDER BY seq", NULL);
+	g_autoptr(GString) names = g_string_new(NULL);
+	guint n = 0;
+
+	if (!st)
+		return;
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		g_autofree char *name = g_strescape((const char *)sqlite3_column_text(st, 0) ?
+						    (const char *)sqlite3_column_text(st, 0) : "",
+						    NULL);
+
+		if (n++ < 8)
+			g_string_append_printf(names, "%s%s", n > 1 ? ", " : "", name);
+	}
+	sqlite3_reset(st);
+	if (n)
+		g_printerr("host-agent report: boot %" PRId64 ": the host refused %u event"
+			   " format(s) (%s%s): their events are counted by their stacks, `report"
+			   " events` shows them with their fields not decoded\n", boot, n,
+			   names->str, n > 8 ? ", ..." : "");
+}
+
+static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
+		GString *out, GError **error)
+{
+	HaJsonArray arr;
+	g_autoptr(GArray) ids = ha_rp_select_boots(s, o->boot, error);
+	g_autoptr(GHashTable) by_key = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+							    entry_free);
+	g_autoptr(GPtrArray) v = NULL;
+	GHashTable *syms_by_boot = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+							 (GDestroyNotify)ha_syms_free);
+	uint64_t total = 0;
+	guint distinct = 0;
+	guint limit = as_folded ? G_MAXUINT : (o->limit ? o->limit : HA_RP_TOP_DEFAULT);
+	bool merge = as_folded || (ids && ids->len > 1);
+	bool ok = true;
+
+	if (!ids) {
+		g_hash_table_destroy(syms_by_boot);
+		return false;
+	}
+	for (guint i = 0; i < ids->len && ok; i++) {
+		int64_t b = g_array_index(ids, int64_t, i);
+		HaSyms *syms = ha_rp_load_syms(s, b, dw);
+
+		g_hash_table_insert(syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
+		note_refused_formats(s, b);
+		ok = collect(s, b, by_key, syms, merge, merge ? G_MAXUINT : limit, &total,
+			     &distinct, error);
+	}
+	if (!ok) {
+		g_hash_table_destroy(syms_by_boot);
+		return false;
+	}
+	v = g_ptr_array_new();
+	{
+		GHashTableIter it;
+		gpointer k, val;
+
+		g_hash_table_iter_init(&it, by_key);
+		while (g_hash_table_iter_next(&it, &k, &val))
+			g_ptr_array_add(v, val);
+	}
+	g_ptr_array_sort(v, entry_cmp);
+	if (merge)
+		distinct = v->len;	/* after merging by symbolic stack */
+	if (o->json) {
+		g_autoptr(JsonBuilder) head = json_builder_new();
+
+		json_builder_begin_object(head);
+		ha_json_member_u64(head, "events", total);
+		ha_json_array_begin(&arr, out, head, "stacks");
+	}
+	else if (!as_folded)
+		g_string_append_printf(out, "%" PRIu64 " events in %u distinct stacks (%s)\n",
+				       total, distinct, ids->len > 1 ? "all boots, merged by"
+				       " symbolic stack" : "one boot");
+	for (guint i = 0; i < v->len && i < limit; i++) {
+		Entry *e = v->pdata[i];
+		HaSyms *syms = g_hash_table_lookup(syms_by_boot, &e->boot);
+
+		if (o->json) {
+			g_autofree char *f = ha_rp_folded(&e->st, syms);
+			g_autoptr(JsonBuilder) j = json_builder_new();
+
+			json_builder_begin_object(j);
+			ha_json_member_u64(j, "count", e->count);
+			ha_json_member_int(j, "boot", e->boot);
+			ha_json_member_str(j, "folded", f);
+			json_builder_set_member_name(j, "stack");
+			ha_rp_json_stack(j, &e->st, syms);
+			json_builder_end_object(j);
+			ha_json_array_add(&arr, j);
+		} else if (as_folded) {
+			g_autofree char *f = ha_rp_folded(&e->st, syms);
+
+			g_string_append_printf(out, "%s %" PRIu64 "\n", f, e->count);
+		} else {
+			g_autofree char *l = ha_rp_stack_label(&e->st);
+
+			g_string_append_printf(out, "\n#%-3u %10" PRIu64 " events %5.1f%%  %s\n",
+					       i + 1, e->count,
+					       total ? 100.0 * (double)e->count / (double)total : 0,
+					       l);
+			ha_rp_print_frames(out, &e->st, syms, "             ");
+		}
+	}
+	if (o->json)
+		ha_json_array_end(&arr);
+	g_hash_table_destroy(syms_by_boot);
+	return true;
+}
+
+bool ha_rp_top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+	       GError **error)
+{
+	return top(s, o, dw, false, out, error);
+}
+
+bool ha_rp_folded_report(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+			 GError **error)
+{
+	return top(s, o, dw, true, out, error);
+}
+
