@@ -76,6 +76,7 @@ typedef struct {
 	gint refused_every;
 	gint reconnect_ms;
 	char *expect_refused;
+	char *print_text;
 	char *boot_id;
 	gint64 stream_id;
 	gboolean quiet;
@@ -519,6 +520,8 @@ static int pick_stack(Guest *g)
 	return MIN(a, b);	/* skewed: low ids are hot, like real stacks */
 }
 
+static void emit_print(Guest *g, int cpu, uint64_t ts, int pid, uint64_t ip);
+
 /* One traced event (and what ftrace writes with it). */
 static void gen_event(Guest *g)
 {
@@ -532,6 +535,8 @@ static void gen_event(Guest *g)
 	if (i % 5000 == 4999)
 		g->clock += 300000000;	/* an idle gap: a TIME_EXTEND in the page */
 	ts = g->clock;
+	if (g->o.print_text && i % 100 == 0)
+		emit_print(g, cpu, ts, pid, stack_ip(g->epoch, k, 0));
 	if (g->o.refused_every && (i + 1) % (uint64_t)g->o.refused_every == 0)
 		emit_refused(g, cpu, ts, pid, stack_ip(g->epoch, k, 0));
 	else
@@ -677,7 +682,7 @@ static uint64_t guest_clock(Guest *g, int64_t mono)
 			  (int64_t)((double)since * g->o.time_drift_ppm / 1e6));
 }
 
-static void time_preamble(Guest *g)
+static void send_print_format(Guest *g)
 {
 	uint8_t buf[2048];
 	struct smp_format m = { .name = "ftrace/print", .name_len = 12,
@@ -686,6 +691,25 @@ static void time_preamble(Guest *g)
 
 	g_assert(n > 0);
 	push_seq(g, SMP_FORMAT, buf, (size_t)n);
+}
+
+/* --print: a write of the option's bytes (C escapes undone) to trace_marker. */
+static void emit_print(Guest *g, int cpu, uint64_t ts, int pid, uint64_t ip)
+{
+	g_autofree char *text = g_strcompress(g->o.print_text);
+	size_t n = MIN(strlen(text), 1024);
+	g_autofree uint8_t *d = g_malloc0(16 + n + 2);
+
+	put_common(d, TRACE_PRINT_ID, 0, 0, pid);
+	memcpy(d + 8, &ip, 8);
+	memcpy(d + 16, text, n);
+	d[16 + n] = '\n';	/* as tracing_mark_write() ends it */
+	ring_add(g, cpu, ts, d, (uint32_t)(16 + n + 2));
+}
+
+static void time_preamble(Guest *g)
+{
+	send_print_format(g);
 	g->time_mono0 = mono_ns();
 	/* the workload's events on the same clock, near the probes' times */
 	g->clock = guest_clock(g, g->time_mono0);
@@ -1328,6 +1352,9 @@ int main(int argc, char **argv)
 		  " traced event is of that type", "N" },
 		{ "expect-refused", 0, 0, G_OPTION_ARG_FILENAME, &o->expect_refused,
 		  "Write the time stamps of --refused-format's events", "FILE" },
+		{ "print", 0, 0, G_OPTION_ARG_STRING, &o->print_text,
+		  "Before every 100th traced event, an ftrace/print event of TEXT (C escapes"
+		  " such as \\377 undone: any bytes), as a write to trace_marker", "TEXT" },
 		{ "reconnect-ms", 0, 0, G_OPTION_ARG_INT, &o->reconnect_ms,
 		  "Pause before connecting again after a lost connection", "MS" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
@@ -1398,6 +1425,8 @@ int main(int argc, char **argv)
 	g.time_start_us = g_get_monotonic_time();
 	if (o->answer_time)
 		time_preamble(&g);
+	else if (o->print_text)
+		send_print_format(&g);
 	if (o->time_log && !(g.time_log = fopen(o->time_log, "w"))) {
 		perror("synth-guest: --time-log");
 		return 2;
