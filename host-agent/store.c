@@ -10,7 +10,10 @@ struct _HaStore {
 	sqlite3 *db;
 	char *path;
 	bool in_txn;
-	GHashTable *stmts;	/* sql (static string) -> sqlite3_stmt */
+	/* sql -> sqlite3_stmt, keyed by the string's address: every caller passes a
+	 * literal, so a lookup hashes a pointer, not the SQL text (the same text at two
+	 * addresses is merely prepared twice) */
+	GHashTable *stmts;
 };
 
 /* Migration i brings schema version i to i + 1. Append only. */
@@ -146,7 +149,7 @@ HaStore *ha_store_open(const char *path, bool readonly, GError **error)
 			     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 
 	s->path = g_strdup(path);
-	s->stmts = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, stmt_free);
+	s->stmts = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, stmt_free);
 	if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		ha_store_set_error(s, error, "open");
 		return NULL;

@@ -72,7 +72,8 @@ void ha_store_rollback(HaStore *s);
 bool ha_store_in_txn(HaStore *s);
 
 /* A statement prepared once and cached by @s (reset before it is returned). NULL with
- * @error set when SQL is wrong. Owned by @s. */
+ * @error set when SQL is wrong. Owned by @s. @sql must be a string literal (or live
+ * as long as @s): it is cached by its address. */
 sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error);
 
 /* Bytes used on disk by the database and its WAL. */
