@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * main.c - host-agent: the daemon (options, main loop, signals) and the `report`
- * command, which reads the store only.
+ * main.c - host-agent: the daemon (options, main loop, signals) and the commands
+ * (report, export, attach, detach, ship), each with its own options and --help, from
+ * one table (commands[] below). Exit status: 0 success, 1 a runtime failure (no store,
+ * a store, file or connection that could not be opened, a failed query), 2 a usage
+ * error (an unknown command or option, a bad value) or a command this build lacks.
  */
 #include <gio/gio.h>
 #include <glib-unix.h>
@@ -343,10 +346,19 @@ static int run_attach(const HaWatch *w, bool attach)
 #endif
 }
 
-/* --host-time CLOCK (report events, export): host time from the clock samples. */
-static char *opt_host_time;
-/* --host-trace-id ID (export): the host recording's TRACEID, TIME_SHIFT's peer. */
-static char *opt_host_trace_id;
+/* Every option's value: the option tables below point into it. */
+static struct {
+	HaConfig cfg;
+	HaWatch watch;
+	gboolean version, json, stack_ids;
+	int dat_version;
+	char *boot, *vmlinux, *cpus, *output, *format, *event;
+	char *host_time;	/* --host-time CLOCK (report events, export) */
+	char *host_trace_id;	/* --host-trace-id ID (export): TIME_SHIFT's peer */
+	gint limit, max_malformed, batch_mb, time_probe_ms;
+	gdouble since, until, last;
+	gint64 quota_mb;
+} opt;
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
 		      int limit, const char *vmlinux, double since, double until,
@@ -367,7 +379,7 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 		.until_ns = until >= 0 ? (int64_t)llround(until * 1e9) : -1,
 		.format = format,
 		.event = event,
-		.host_time = opt_host_time,
+		.host_time = opt.host_time,
 	};
 
 	if (format && strcmp(format, "text") && strcmp(format, "perf-script")) {
@@ -416,11 +428,11 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		.progress = true,
 		.stack_ids = stack_ids,
 		.version = dat_version,
-		.host_time = opt_host_time,
+		.host_time = opt.host_time,
 	};
 	gint64 t0 = g_get_monotonic_time();
 	guint64 peer = 0;
-	const char *hex = opt_host_trace_id;
+	const char *hex = opt.host_trace_id;
 	double secs;
 
 	if (argc < 1 || strcmp(argv[0], "trace.dat") || !output) {
@@ -431,12 +443,12 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 	}
 	if (hex && (g_str_has_prefix(hex, "0x") || g_str_has_prefix(hex, "0X")))
 		hex += 2;
-	if (opt_host_trace_id && (!opt_host_time || !*hex || strlen(hex) > 16 ||
+	if (opt.host_trace_id && (!opt.host_time || !*hex || strlen(hex) > 16 ||
 				  !g_ascii_string_to_unsigned(hex, 16, 0, G_MAXUINT64, &peer,
 							      NULL))) {
 		g_printerr("host-agent export: --host-trace-id %s: the host trace.dat's TRACEID"
 			   " (hex, as trace-cmd dump --options prints it), with --host-time\n",
-			   opt_host_trace_id);
+			   opt.host_trace_id);
 		return 2;
 	}
 	o.host_trace_id = peer;
@@ -469,7 +481,7 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 		   st.file_bytes, secs);
 	if (st.time_shift_points)
 		g_printerr("host-agent export: TIME_SHIFT to host %s: %u samples, uncertainty"
-			   " %.1f..%.1f us\n", opt_host_time, st.time_shift_points,
+			   " %.1f..%.1f us\n", opt.host_time, st.time_shift_points,
 			   (double)st.time_shift_unc_min / 1000.0,
 			   (double)st.time_shift_unc_max / 1000.0);
 	if (dat_version >= 7)
@@ -482,181 +494,295 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	HaConfig cfg;
-	HaWatch watch = { 0 };
-	gboolean version = FALSE, json = FALSE, stack_ids = FALSE;
-	int dat_version = 7;
-	bool loaded;
-	char *boot = NULL, *vmlinux = NULL, *cpus = NULL, *output = NULL;
-	char *format = NULL, *event = NULL;
-	gint limit = 0, max_malformed = -1, batch_mb = -1, time_probe_ms = -1;
-	gdouble since = -1, until = -1, last = -1;
-	gint64 quota_mb = -1;
-	int rc;
-	GOptionEntry entries[] = {
-		{ "socket", 0, 0, G_OPTION_ARG_FILENAME, &cfg.socket,
-		  "Connect to a QEMU -chardev socket,server=on at PATH", "PATH" },
-		{ "listen", 0, 0, G_OPTION_ARG_FILENAME, &cfg.listen,
-		  "Listen at PATH for a QEMU -chardev socket,server=off", "PATH" },
-		{ "socket-dir", 0, 0, G_OPTION_ARG_FILENAME, &watch.dir,
-		  "Every plain-QEMU VM in DIR: NAME.sock (server=on) and NAME.qmp, each into"
-		  " its own store NAME.db, VMs coming and going", "DIR" },
-		{ "clickhouse", 0, 0, G_OPTION_ARG_STRING, &watch.clickhouse,
-		  "The fleet store: the daemon replicates every store into ClickHouse at URL;"
-		  " report reads the fleet from it", "URL" },
-		{ "host", 0, 0, G_OPTION_ARG_STRING, &watch.host,
-		  "This host's name in the fleet store (default: the host name); report"
-		  " --clickhouse: only this host", "NAME" },
-		{ "ended", 0, 0, G_OPTION_ARG_STRING, &watch.ended,
-		  "report --clickhouse: only boots that ended so (clean, crashed,"
-		  " disconnected, running)", "HOW" },
-		{ "domain", 0, 0, G_OPTION_ARG_STRING, &watch.domain,
-		  "A libvirt domain: its org.stackmap.0 channel and lifecycle (also for"
-		  " attach/detach; the store's name defaults to it)", "NAME" },
-		{ "all-domains", 0, 0, G_OPTION_ARG_NONE, &watch.all,
-		  "Every libvirt domain with the org.stackmap.0 channel, each into its own"
-		  " store, domains coming and going", NULL },
-		{ "connect", 0, 0, G_OPTION_ARG_STRING, &watch.uri,
-		  "libvirt URI for --domain (default: libvirt's)", "URI" },
-		{ "qmp", 0, 0, G_OPTION_ARG_FILENAME, &watch.qmp,
-		  "QEMU's QMP socket (-qmp unix:PATH,server=on): mark boots crashed on"
-		  " GUEST_PANICKED", "PATH" },
-		{ "state-dir", 0, 0, G_OPTION_ARG_FILENAME, &cfg.state_dir,
-		  "Where the per-domain databases live", "DIR" },
-		{ "domain-name", 0, 0, G_OPTION_ARG_STRING, &cfg.domain,
-		  "Name of the domain's store (default: default)", "NAME" },
-		{ "config", 0, 0, G_OPTION_ARG_FILENAME, &cfg.config,
-		  "GKeyFile with a [host-agent] group of these long options", "FILE" },
-		{ "quota-mb", 0, 0, G_OPTION_ARG_INT64, &quota_mb,
-		  "Disk quota of the domain's store in MiB (default: 1024; 0: none)", "MB" },
-		{ "max-malformed", 0, 0, G_OPTION_ARG_INT, &max_malformed,
-		  "Malformed frames per connection before hanging up (default 1000)", "N" },
-		{ "batch-mb", 0, 0, G_OPTION_ARG_INT, &batch_mb,
-		  "Commit a batch at this many MiB of frames (default 4)", "MB" },
-		{ "time-probe-ms", 0, 0, G_OPTION_ARG_INT, &time_probe_ms,
-		  "Probe the guest's trace clock against the host's this often (default"
-		  " 1000; 0: never)", "MS" },
-		{ "boot", 0, 0, G_OPTION_ARG_STRING, &boot,
-		  "report: boot number, boot_id prefix or 'all' (default: latest)", "BOOT" },
-		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "report: JSON output", NULL },
-		{ "vmlinux", 0, 0, G_OPTION_ARG_FILENAME, &vmlinux,
-		  "report: the boot's vmlinux with DWARF: adds file:line and inlined frames;"
-		  " report, export: the enum values the format files leave as names",
-		  "PATH" },
-		{ "limit", 'n', 0, G_OPTION_ARG_INT, &limit,
-		  "report top/events: how many", "N" },
-		{ "since", 0, 0, G_OPTION_ARG_DOUBLE, &since,
-		  "report events/flamegraph, export: from this trace-clock time (seconds);"
-		  " report --clickhouse: boots alive from this host time (Unix seconds), and events"
-		  " from it",
-		  "SECONDS" },
-		{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &until,
-		  "report events/flamegraph, export: up to this trace-clock time (seconds);"
-		  " report --clickhouse: boots alive up to this host time (Unix seconds), and"
-		  " events up to it",
-		  "SECONDS" },
-		{ "last", 0, 0, G_OPTION_ARG_DOUBLE, &last,
-		  "report --clickhouse events/top/folded: the events of each boot's last"
-		  " SECONDS (of its trace: before a crash, say)", "SECONDS" },
-		{ "format", 0, 0, G_OPTION_ARG_STRING, &format,
-		  "report events: text (default) or perf-script", "FORMAT" },
-		{ "event", 0, 0, G_OPTION_ARG_STRING, &event,
-		  "report events/flamegraph: only this event (kmem/kmalloc or kmalloc)",
-		  "NAME" },
-		{ "cpus", 0, 0, G_OPTION_ARG_STRING, &cpus,
-		  "export: only these CPUs (0,2-3)", "LIST" },
-		{ "stack-ids", 0, 0, G_OPTION_ARG_NONE, &stack_ids,
-		  "export: keep stack_id events (as trace-cmd record in the guest has them)",
-		  NULL },
-		{ "host-time", 0, 0, G_OPTION_ARG_STRING, &opt_host_time,
-		  "report events: also each event's host time on CLOCK (realtime, mono, boot,"
-		  " tai); export: trace-cmd's TIME_SHIFT to that clock, for trace-cmd report"
-		  " -i host.dat -i guest.dat", "CLOCK" },
-		{ "host-trace-id", 0, 0, G_OPTION_ARG_STRING, &opt_host_trace_id,
-		  "export --host-time: the host recording's trace id (its TRACEID, from"
-		  " trace-cmd dump --options -i host.dat), TIME_SHIFT's peer", "ID" },
-		{ "dat-version", 0, 0, G_OPTION_ARG_INT, &dat_version,
-		  "export: trace.dat version, 7 (default: zstd-compressed) or 6", "N" },
-		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
-		  "export: the file to write", "FILE" },
-		{ "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version", NULL },
-		G_OPTION_ENTRY_NULL,
-	};
-	g_autoptr(GOptionContext) ctx = g_option_context_new(
-		"[report boots|top|events|stack ID|folded|flamegraph | export trace.dat | attach |"
-		" detach] -"
-		" virtio-stackmap"
-		" host agent");
-	g_autoptr(GError) e = NULL;
+/* ---- the options of the daemon and of each command ---- */
 
-	setlocale(LC_ALL, "");
-	ha_config_init(&cfg);
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	g_option_context_set_description(ctx,
-		"Without a command, runs the daemon: receives a guest's trace stream from its\n"
-		"virtio-serial port (a QEMU chardev socket, or a libvirt domain's channel with\n"
-		"--domain), stores it durably and ACKs it.\n"
-		"`report` reads the stored data of --domain-name (never the live connection).\n"
-		"`attach`/`detach` hot-plug the org.stackmap.0 channel of --domain (live and\n"
-		"config).");
-	if (!g_option_context_parse(ctx, &argc, &argv, &e)) {
-		g_printerr("host-agent: %s\n", e->message);
+#define E_STR(name, field, help, arg) \
+	{ name, 0, 0, G_OPTION_ARG_STRING, &opt.field, help, arg }
+#define E_FILE(name, field, help, arg) \
+	{ name, 0, 0, G_OPTION_ARG_FILENAME, &opt.field, help, arg }
+
+/* Where the stores are: the daemon's and every command's. */
+static const GOptionEntry store_entries[] = {
+	E_FILE("state-dir", cfg.state_dir, "Where the per-domain databases live", "DIR"),
+	E_STR("domain-name", cfg.domain, "Name of the domain's store (default: default)",
+	      "NAME"),
+	E_FILE("config", cfg.config, "GKeyFile with a [host-agent] group of these long"
+	       " options", "FILE"),
+	G_OPTION_ENTRY_NULL,
+};
+
+static const GOptionEntry daemon_entries[] = {
+	E_FILE("socket", cfg.socket, "Connect to a QEMU -chardev socket,server=on at PATH",
+	       "PATH"),
+	E_FILE("listen", cfg.listen, "Listen at PATH for a QEMU -chardev socket,server=off",
+	       "PATH"),
+	E_FILE("socket-dir", watch.dir, "Every plain-QEMU VM in DIR: NAME.sock (server=on)"
+	       " and NAME.qmp, each into its own store NAME.db, VMs coming and going", "DIR"),
+	E_STR("domain", watch.domain, "A libvirt domain: its org.stackmap.0 channel and"
+	      " lifecycle (the store's name defaults to it)", "NAME"),
+	{ "all-domains", 0, 0, G_OPTION_ARG_NONE, &opt.watch.all,
+	  "Every libvirt domain with the org.stackmap.0 channel, each into its own store,"
+	  " domains coming and going", NULL },
+	E_STR("connect", watch.uri, "libvirt URI for --domain (default: libvirt's)", "URI"),
+	E_FILE("qmp", watch.qmp, "QEMU's QMP socket (-qmp unix:PATH,server=on): mark boots"
+	       " crashed on GUEST_PANICKED", "PATH"),
+	E_STR("clickhouse", watch.clickhouse, "The fleet store: replicate every store into"
+	      " ClickHouse at URL", "URL"),
+	E_STR("host", watch.host, "This host's name in the fleet store (default: the host"
+	      " name)", "NAME"),
+	{ "quota-mb", 0, 0, G_OPTION_ARG_INT64, &opt.quota_mb,
+	  "Disk quota of the domain's store in MiB (default: 1024; 0: none)", "MB" },
+	{ "max-malformed", 0, 0, G_OPTION_ARG_INT, &opt.max_malformed,
+	  "Malformed frames per connection before hanging up (default 1000)", "N" },
+	{ "batch-mb", 0, 0, G_OPTION_ARG_INT, &opt.batch_mb,
+	  "Commit a batch at this many MiB of frames (default 4)", "MB" },
+	{ "time-probe-ms", 0, 0, G_OPTION_ARG_INT, &opt.time_probe_ms,
+	  "Probe the guest's trace clock against the host's this often (default 1000; 0:"
+	  " never)", "MS" },
+	{ "version", 0, 0, G_OPTION_ARG_NONE, &opt.version, "Print the version", NULL },
+	G_OPTION_ENTRY_NULL,
+};
+
+static const GOptionEntry report_entries[] = {
+	E_STR("domain", watch.domain, "The libvirt domain whose store to read (the store"
+	      " named after it, as the daemon's --domain names it)", "NAME"),
+	E_STR("boot", boot, "Boot number, boot_id prefix or 'all' (default: latest)", "BOOT"),
+	{ "json", 0, 0, G_OPTION_ARG_NONE, &opt.json, "JSON output", NULL },
+	{ "limit", 'n', 0, G_OPTION_ARG_INT, &opt.limit, "top, events: how many", "N" },
+	E_FILE("vmlinux", vmlinux, "The boot's vmlinux with DWARF: file:line and inlined"
+	       " frames, the enum values the format files leave as names", "PATH"),
+	{ "since", 0, 0, G_OPTION_ARG_DOUBLE, &opt.since,
+	  "events, flamegraph: from this trace-clock time (seconds); with --clickhouse:"
+	  " boots alive from this host time (Unix seconds), and events from it", "SECONDS" },
+	{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &opt.until,
+	  "events, flamegraph: up to this trace-clock time (seconds); with --clickhouse:"
+	  " boots alive up to this host time (Unix seconds), and events up to it",
+	  "SECONDS" },
+	E_STR("format", format, "events: text (default) or perf-script", "FORMAT"),
+	E_STR("event", event, "events, flamegraph: only this event (kmem/kmalloc or"
+	      " kmalloc)", "NAME"),
+	E_STR("host-time", host_time, "events: also each event's host time on CLOCK"
+	      " (realtime, mono, boot, tai)", "CLOCK"),
+	E_STR("clickhouse", watch.clickhouse, "Report on the fleet store at URL instead of"
+	      " a domain's store", "URL"),
+	E_STR("host", watch.host, "--clickhouse: only this host", "NAME"),
+	E_STR("ended", watch.ended, "--clickhouse: only boots that ended so (clean, crashed,"
+	      " disconnected, running)", "HOW"),
+	{ "last", 0, 0, G_OPTION_ARG_DOUBLE, &opt.last,
+	  "--clickhouse events, top, folded: the events of each boot's last SECONDS (of its"
+	  " trace: before a crash, say)", "SECONDS" },
+	G_OPTION_ENTRY_NULL,
+};
+
+static const GOptionEntry export_entries[] = {
+	E_STR("domain", watch.domain, "The libvirt domain whose store to read (the store"
+	      " named after it)", "NAME"),
+	{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &opt.output, "The file to write", "FILE" },
+	E_STR("boot", boot, "Boot number or boot_id prefix (default: latest)", "BOOT"),
+	{ "since", 0, 0, G_OPTION_ARG_DOUBLE, &opt.since,
+	  "From this trace-clock time (seconds)", "SECONDS" },
+	{ "until", 0, 0, G_OPTION_ARG_DOUBLE, &opt.until,
+	  "Up to this trace-clock time (seconds)", "SECONDS" },
+	E_STR("cpus", cpus, "Only these CPUs (0,2-3)", "LIST"),
+	{ "stack-ids", 0, 0, G_OPTION_ARG_NONE, &opt.stack_ids,
+	  "Keep stack_id events (as trace-cmd record in the guest has them)", NULL },
+	{ "dat-version", 0, 0, G_OPTION_ARG_INT, &opt.dat_version,
+	  "trace.dat version, 7 (default: zstd-compressed) or 6", "N" },
+	E_FILE("vmlinux", vmlinux, "The boot's vmlinux with DWARF: the enum values the"
+	       " format files leave as names", "PATH"),
+	E_STR("host-time", host_time, "trace-cmd's TIME_SHIFT to host CLOCK (realtime, mono,"
+	      " boot, tai), for trace-cmd report -i host.dat -i guest.dat", "CLOCK"),
+	E_STR("host-trace-id", host_trace_id, "With --host-time: the host recording's trace"
+	      " id (its TRACEID, from trace-cmd dump --options -i host.dat), TIME_SHIFT's"
+	      " peer", "ID"),
+	G_OPTION_ENTRY_NULL,
+};
+
+static const GOptionEntry libvirt_entries[] = {
+	E_STR("domain", watch.domain, "The libvirt domain", "NAME"),
+	E_STR("connect", watch.uri, "libvirt URI (default: libvirt's)", "URI"),
+	G_OPTION_ENTRY_NULL,
+};
+
+static const GOptionEntry ship_entries[] = {
+	E_STR("host", watch.host, "This host's name in the fleet store (default: the host"
+	      " name)", "NAME"),
+	G_OPTION_ENTRY_NULL,
+};
+
+/* ---- the commands: @argc/@argv are the arguments after the command's name ---- */
+
+static int cmd_report(int argc, char **argv)
+{
+	if (opt.watch.clickhouse)
+		return run_ch_report(&opt.cfg, &opt.watch, argc, argv, opt.limit, opt.since,
+				     opt.until, opt.last, opt.json, opt.event);
+	return run_report(&opt.cfg, argc, argv, opt.boot, opt.json, opt.limit, opt.vmlinux,
+			  opt.since, opt.until, opt.format, opt.event);
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	return run_export(&opt.cfg, argc, argv, opt.boot, opt.since, opt.until, opt.cpus,
+			  opt.output, opt.stack_ids, opt.dat_version, opt.vmlinux);
+}
+
+static int cmd_attach(int argc, char **argv)
+{
+	(void)argv;
+	if (argc) {
+		g_printerr("host-agent attach: no arguments, --domain NAME\n");
 		return 2;
 	}
-	if (version) {
+	return run_attach(&opt.watch, true);
+}
+
+static int cmd_detach(int argc, char **argv)
+{
+	(void)argv;
+	if (argc) {
+		g_printerr("host-agent detach: no arguments, --domain NAME\n");
+		return 2;
+	}
+	return run_attach(&opt.watch, false);
+}
+
+static int cmd_ship(int argc, char **argv)
+{
+	return run_ship(&opt.cfg, &opt.watch, argc, argv);
+}
+
+typedef struct {
+	const char *name;
+	const char *params;	/* --help's usage line, after the name */
+	const char *brief;	/* one line, in the daemon's --help */
+	const char *summary;	/* the command's --help */
+	const GOptionEntry *entries;
+	int (*run)(int argc, char **argv);
+} HaCommand;
+
+static const HaCommand commands[] = {
+	{ "report", "boots|top|events|stack ID|folded|flamegraph",
+	  "Print a report of a domain's store, or of the fleet's",
+	  "Print a report of the stored data of --domain-name (never of the live\n"
+	  "connection; the daemon may be writing it), or with --clickhouse of the fleet.",
+	  report_entries, cmd_report },
+	{ "export", "trace.dat -o FILE", "Write a stored boot as a trace.dat",
+	  "Write a stored boot as a trace-cmd trace.dat, for trace-cmd and KernelShark.",
+	  export_entries, cmd_export },
+	{ "attach", "--domain NAME", "Hot-plug the stackmap channel into a libvirt domain",
+	  "Hot-plug the org.stackmap.0 channel into a libvirt domain, live and config.",
+	  libvirt_entries, cmd_attach },
+	{ "detach", "--domain NAME", "Take the stackmap channel out of a libvirt domain",
+	  "Take the org.stackmap.0 channel out of a libvirt domain, live and config.",
+	  libvirt_entries, cmd_detach },
+	{ "ship", "STORE URL", "Copy a store's boots into the fleet store (ClickHouse)",
+	  "Copy a store's boots (a .db file, or a domain name in --state-dir) into the\n"
+	  "fleet store, ClickHouse at URL.",
+	  ship_entries, cmd_ship },
+};
+
+static const char exit_status_help[] =
+	"Exit status: 0 success; 1 a runtime failure (no store for the domain, a store,\n"
+	"file or connection that could not be opened, a failed query); 2 a usage error\n"
+	"(an unknown command or option, a bad value) or a command this build lacks.";
+
+/* --help's text after the options: the commands (daemon) or none, and exit status. */
+static char *help_description(const HaCommand *cmd)
+{
+	GString *d = g_string_new(NULL);
+
+	if (!cmd) {
+		g_string_append(d,
+			"Without a command, runs the daemon: receives a guest's trace stream from\n"
+			"its virtio-serial port (a QEMU chardev socket, or a libvirt domain's\n"
+			"channel with --domain), stores it durably and ACKs it.\n\n"
+			"Commands (host-agent COMMAND --help for each one's options):\n");
+		for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+			g_string_append_printf(d, "  %-8s %s\n", commands[i].name,
+					       commands[i].brief);
+		g_string_append_c(d, '\n');
+	}
+	g_string_append(d, exit_status_help);
+	return g_string_free(d, FALSE);
+}
+
+int main(int argc, char **argv)
+{
+	const HaCommand *cmd = NULL;
+	g_autoptr(GOptionContext) ctx = NULL;
+	g_autoptr(GError) e = NULL;
+	g_autofree char *prgname = NULL, *desc = NULL;
+	bool loaded;
+	int rc;
+
+	setlocale(LC_ALL, "");
+	ha_config_init(&opt.cfg);
+	opt.dat_version = 7;
+	opt.max_malformed = opt.batch_mb = opt.time_probe_ms = -1;
+	opt.quota_mb = -1;
+	opt.since = opt.until = opt.last = -1;
+	/* The command, when there is one, comes first: host-agent COMMAND [OPTIONS]. */
+	for (guint i = 0; argc > 1 && i < G_N_ELEMENTS(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			cmd = &commands[i];
+	/* --help: "Usage: host-agent report [OPTION...] boots|top|..." */
+	prgname = cmd ? g_strconcat("host-agent ", cmd->name, NULL) : g_strdup("host-agent");
+	g_set_prgname(prgname);
+	ctx = g_option_context_new(cmd ? cmd->params :
+				   "[COMMAND] - virtio-stackmap host agent");
+	g_option_context_add_main_entries(ctx, cmd ? cmd->entries : daemon_entries, NULL);
+	g_option_context_add_main_entries(ctx, store_entries, NULL);
+	if (cmd)
+		g_option_context_set_summary(ctx, cmd->summary);
+	desc = help_description(cmd);
+	g_option_context_set_description(ctx, desc);
+	if (!g_option_context_parse(ctx, &argc, &argv, &e)) {
+		g_printerr("host-agent%s%s: %s\n", cmd ? " " : "", cmd ? cmd->name : "",
+			   e->message);
+		return 2;
+	}
+	if (opt.version) {
 		printf("host-agent %s (protocol %d.%d, store schema %d)\n", HA_VERSION,
 		       SMP_VERSION_MAJOR, SMP_VERSION_MINOR, HA_STORE_SCHEMA);
 		return 0;
 	}
-	cfg.quota_mb = quota_mb;
-	cfg.max_malformed = max_malformed;
-	cfg.batch_mb = batch_mb;
-	if (time_probe_ms >= 0)
-		cfg.time_probe_ms = time_probe_ms;
-	signal(SIGPIPE, SIG_IGN);
-	loaded = ha_config_load_file(&cfg, &e);
-	watch.domain_given = cfg.domain != NULL;
-	if (loaded && !cfg.domain && watch.domain)
-		cfg.domain = g_strdup(watch.domain);	/* the store is named after it */
-	if (!loaded || !ha_config_finish(&cfg, &e)) {
-		g_printerr("host-agent: %s\n", e->message);
-		ha_config_clear(&cfg);
+	if (!cmd && argc > 1) {
+		g_printerr("host-agent: unknown command '%s' (commands: report, export, attach,"
+			   " detach, ship; the command comes first; try --help)\n", argv[1]);
 		return 2;
 	}
-	if (argc > 1 && strcmp(argv[1], "report") == 0 && watch.clickhouse)
-		rc = run_ch_report(&cfg, &watch, argc - 2, argv + 2, limit, since, until, last,
-				   json, event);
-	else if (argc > 1 && strcmp(argv[1], "ship") == 0)
-		rc = run_ship(&cfg, &watch, argc - 2, argv + 2);
-	else if (argc > 1 && strcmp(argv[1], "report") == 0)
-		rc = run_report(&cfg, argc - 2, argv + 2, boot, json, limit, vmlinux, since,
-				until, format, event);
-	else if (argc > 1 && strcmp(argv[1], "export") == 0)
-		rc = run_export(&cfg, argc - 2, argv + 2, boot, since, until, cpus, output,
-				stack_ids, dat_version, vmlinux);
-	else if (argc > 1 && (strcmp(argv[1], "attach") == 0 ||
-			      strcmp(argv[1], "detach") == 0))
-		rc = run_attach(&watch, argv[1][0] == 'a');
-	else if (argc > 1) {
-		g_printerr("host-agent: unknown command '%s' (try --help)\n", argv[1]);
-		rc = 2;
-	} else
-		rc = run_daemon(&cfg, &watch);
-	ha_config_clear(&cfg);
-	g_free(watch.qmp);
-	g_free(watch.domain);
-	g_free(watch.uri);
-	g_free(watch.dir);
-	g_free(watch.clickhouse);
-	g_free(watch.host);
-	g_free(watch.ended);
-	g_free(boot);
-	g_free(vmlinux);
-	g_free(cpus);
-	g_free(output);
-	g_free(format);
-	g_free(event);
+	opt.cfg.quota_mb = opt.quota_mb;
+	opt.cfg.max_malformed = opt.max_malformed;
+	opt.cfg.batch_mb = opt.batch_mb;
+	if (opt.time_probe_ms >= 0)
+		opt.cfg.time_probe_ms = opt.time_probe_ms;
+	signal(SIGPIPE, SIG_IGN);
+	loaded = ha_config_load_file(&opt.cfg, &e);
+	opt.watch.domain_given = opt.cfg.domain != NULL;
+	if (loaded && !opt.cfg.domain && opt.watch.domain)
+		opt.cfg.domain = g_strdup(opt.watch.domain);	/* the store is named after it */
+	if (!loaded || !ha_config_finish(&opt.cfg, &e)) {
+		g_printerr("host-agent: %s\n", e->message);
+		ha_config_clear(&opt.cfg);
+		return 2;
+	}
+	rc = cmd ? cmd->run(argc - 2, argv + 2) : run_daemon(&opt.cfg, &opt.watch);
+	ha_config_clear(&opt.cfg);
+	g_free(opt.watch.qmp);
+	g_free(opt.watch.domain);
+	g_free(opt.watch.uri);
+	g_free(opt.watch.dir);
+	g_free(opt.watch.clickhouse);
+	g_free(opt.watch.host);
+	g_free(opt.watch.ended);
+	g_free(opt.boot);
+	g_free(opt.vmlinux);
+	g_free(opt.cpus);
+	g_free(opt.output);
+	g_free(opt.format);
+	g_free(opt.event);
+	g_free(opt.host_time);
+	g_free(opt.host_trace_id);
 	return rc;
 }

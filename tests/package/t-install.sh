@@ -82,13 +82,16 @@ grep -q '/usr/share/virtio-stackmap/stackmap-channel.xml' "$W/host-agent.txt" ||
 	fail "host-agent.8 does not name the installed channel XML"
 ok "man pages render (man -l), with the installed paths"
 
-# Every long option host-agent --help lists is in its man page and its completion.
-opts=$("$D/usr/bin/host-agent" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+' |
-	grep -oE -- '--[a-z-]+' | grep -v '^--help') || fail "host-agent --help"
+# Every long option host-agent --help and each command's --help list is in its man
+# page and its completion.
+opts=$(for c in "" report export attach detach ship; do
+	"$D/usr/bin/host-agent" $c --help || exit 1
+done | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+' | grep -oE -- '--[a-z-]+' | grep -v '^--help' |
+	sort -u) || fail "host-agent --help"
 [ "$(wc -w <<<"$opts")" -ge 20 ] || fail "host-agent --help lists too few options: $opts"
 for o in $opts; do
 	grep -qE -- "(^|[^a-z-])$o([^a-z-]|\$)" "$W/host-agent.txt" || fail "host-agent.8 lacks $o"
 	grep -qE -- "(^|[[:space:]'])$o([[:space:]']|\$)" "$D/usr/share/bash-completion/completions/host-agent" ||
 		fail "the bash completion lacks $o"
 done
-ok "all $(wc -w <<<"$opts") options of host-agent --help in host-agent(8) and the completion"
+ok "all $(wc -w <<<"$opts") options of host-agent [COMMAND] --help in host-agent(8) and the completion"
