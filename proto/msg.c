@@ -5,6 +5,14 @@
  * Decoders check the payload against the table first, then their type's own rules, and
  * fill the caller's struct only when the whole payload is valid. Variable parts are
  * returned as pointers into the payload; nothing is allocated.
+ *
+ * Trailing bytes (PROTOCOL.md 4, "Trailing fields"): a later minor version may append
+ * fields to a layout whose end is known without them - the fixed messages, HELLO after
+ * its strings, LOST and STATS after their counted records. A decoder reads the layout
+ * it knows and ignores whatever follows it, up to the payload's length (which the
+ * framer bounds); a payload shorter than that layout is malformed. Layouts that run to
+ * the end of the payload (text, page data, delta records) and EPOCH (one kernel delta
+ * record, verbatim) take no trailing bytes.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,8 +26,10 @@ struct msg_desc {
 	uint32_t max;
 };
 
+/* min: the smallest payload of the layout; max: SMP_MAX_PAYLOAD where trailing bytes
+ * are allowed, else the layout's largest. */
 static const struct msg_desc msg_table[256] = {
-	[SMP_HELLO]	= { "HELLO",   SMP_HELLO_FIXED, SMP_HELLO_FIXED + 3 * 255 },
+	[SMP_HELLO]	= { "HELLO",   SMP_HELLO_FIXED, SMP_MAX_PAYLOAD },
 	[SMP_FORMAT]	= { "FORMAT",  5, SMP_MAX_PAYLOAD },
 	[SMP_KSYMS]	= { "KSYMS",   SMP_TEXT_FIXED, SMP_MAX_PAYLOAD },
 	[SMP_MODULES]	= { "MODULES", SMP_TEXT_FIXED, SMP_MAX_PAYLOAD },
@@ -27,15 +37,14 @@ static const struct msg_desc msg_table[256] = {
 			    SMP_PAGE_FIXED + SMP_PAGE_SIZE_MAX },
 	[SMP_STACKS]	= { "STACKS",  SMP_DELTA_HDR_SIZE + 8, SMP_MAX_PAYLOAD },
 	[SMP_EPOCH]	= { "EPOCH",   SMP_DELTA_EPOCH_SIZE, SMP_DELTA_EPOCH_SIZE },
-	[SMP_LOST]	= { "LOST",    SMP_LOST_FIXED,
-			    SMP_LOST_FIXED + SMP_LOST_CPU_SIZE * SMP_MAX_CPUS },
-	[SMP_STATS]	= { "STATS",   8, 8 + 16 * SMP_STATS_MAX },
-	[SMP_BYE]	= { "BYE",     8, 8 },
-	[SMP_TIME_REPLY] = { "TIME_REPLY", SMP_TIME_SIZE, SMP_TIME_SIZE },
+	[SMP_LOST]	= { "LOST",    SMP_LOST_FIXED, SMP_MAX_PAYLOAD },
+	[SMP_STATS]	= { "STATS",   8, SMP_MAX_PAYLOAD },
+	[SMP_BYE]	= { "BYE",     8, SMP_MAX_PAYLOAD },
+	[SMP_TIME_REPLY] = { "TIME_REPLY", SMP_TIME_SIZE, SMP_MAX_PAYLOAD },
 	[SMP_CMDLINES]	= { "CMDLINES", SMP_TEXT_FIXED, SMP_MAX_PAYLOAD },
-	[SMP_WELCOME]	= { "WELCOME", 16, 16 },
-	[SMP_ACK]	= { "ACK",     8, 8 },
-	[SMP_TIME]	= { "TIME",    SMP_TIME_SIZE, SMP_TIME_SIZE },
+	[SMP_WELCOME]	= { "WELCOME", 16, SMP_MAX_PAYLOAD },
+	[SMP_ACK]	= { "ACK",     8, SMP_MAX_PAYLOAD },
+	[SMP_TIME]	= { "TIME",    SMP_TIME_SIZE, SMP_MAX_PAYLOAD },
 };
 
 const char *smp_type_name(uint8_t type)
@@ -120,8 +129,8 @@ int smp_hello_decode(struct smp_hello *ret, const uint8_t *buf, size_t len)
 	m.release_len = buf[60];
 	m.build_id_len = buf[61];
 	m.clock_len = buf[62];
-	if (len != (size_t)SMP_HELLO_FIXED + m.release_len + m.build_id_len + m.clock_len)
-		return -EBADMSG;
+	if (len < (size_t)SMP_HELLO_FIXED + m.release_len + m.build_id_len + m.clock_len)
+		return -EBADMSG;	/* longer: a later minor's trailing fields */
 	if (m.stream_id == 0 || m.nr_cpus == 0 || m.nr_cpus > SMP_MAX_CPUS)
 		return -EBADMSG;
 	if (m.page_size < 4096 || m.page_size > SMP_PAGE_SIZE_MAX ||
@@ -292,8 +301,8 @@ int smp_lost_decode(struct smp_lost *ret, const uint8_t *buf, size_t len)
 	if (r)
 		return r;
 	nr = smp_get32(buf);
-	if (nr > SMP_MAX_CPUS || len != SMP_LOST_FIXED + (size_t)SMP_LOST_CPU_SIZE * nr)
-		return -EBADMSG;
+	if (nr > SMP_MAX_CPUS || len < SMP_LOST_FIXED + (size_t)SMP_LOST_CPU_SIZE * nr)
+		return -EBADMSG;	/* longer: a later minor's trailing fields */
 	ret->nr = nr;
 	ret->agent_dropped_frames = smp_get64(buf + 8);
 	ret->agent_dropped_bytes = smp_get64(buf + 16);
@@ -343,8 +352,8 @@ int smp_stats_decode(uint32_t *ret_nr, const uint8_t *buf, size_t len)
 	if (r)
 		return r;
 	nr = smp_get32(buf);
-	if (nr > SMP_STATS_MAX || len != 8 + (size_t)16 * nr)
-		return -EBADMSG;
+	if (nr > SMP_STATS_MAX || len < 8 + (size_t)16 * nr)
+		return -EBADMSG;	/* longer: a later minor's trailing fields */
 	*ret_nr = nr;
 	return 0;
 }

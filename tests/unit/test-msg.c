@@ -9,6 +9,7 @@
 
 #include "proto.h"
 #include "samples.h"
+#include "wire.h"
 #include "tap.h"
 
 static int decode_any(uint8_t type, const uint8_t *p, size_t len)
@@ -432,6 +433,98 @@ static void test_time(void)
 	is_int(smp_time_marker_parse("hello", 5, &id), -EBADMSG, "other text is refused");
 }
 
+/* Re-encode what the decoder of @type read from (@p, @len): -1 when it refused it. */
+static long reencode(uint8_t type, const uint8_t *p, size_t len, uint8_t *out, size_t cap)
+{
+	struct smp_lost_cpu cpus[8];
+	struct smp_stat st[16];
+	struct smp_hello h;
+	struct smp_lost l;
+	struct smp_welcome w;
+	struct smp_time_reply tr;
+	uint64_t a;
+	uint32_t u;
+
+	switch (type) {
+	case SMP_HELLO:
+		return smp_hello_decode(&h, p, len) ? -1 : smp_hello_encode(&h, out, cap);
+	case SMP_LOST:
+		if (smp_lost_decode(&l, p, len) || l.nr > 8)
+			return -1;
+		for (uint32_t i = 0; i < l.nr; i++)
+			smp_lost_cpu(&l, i, &cpus[i]);
+		return smp_lost_encode(&l, cpus, out, cap);
+	case SMP_STATS:
+		if (smp_stats_decode(&u, p, len) || u > 16)
+			return -1;
+		for (uint32_t i = 0; i < u; i++)
+			smp_stats_get(p, i, &st[i]);
+		return smp_stats_encode(st, u, out, cap);
+	case SMP_BYE:
+		return smp_bye_decode(&u, p, len) ? -1 : smp_bye_encode(u, out, cap);
+	case SMP_WELCOME:
+		return smp_welcome_decode(&w, p, len) ? -1 : smp_welcome_encode(&w, out, cap);
+	case SMP_ACK:
+		return smp_ack_decode(&a, p, len) ? -1 : smp_ack_encode(a, out, cap);
+	case SMP_TIME:
+		return smp_time_decode(&a, p, len) ? -1 : smp_time_encode(a, out, cap);
+	case SMP_TIME_REPLY:
+		return smp_time_reply_decode(&tr, p, len) ? -1 :
+		       smp_time_reply_encode(&tr, out, cap);
+	}
+	return -1;
+}
+
+/*
+ * PROTOCOL.md 4, "Trailing fields": a frame of a later minor version (1.x, x above
+ * ours) whose payload carries fields after the layout this receiver knows is
+ * delivered, and each decoder reads the fields it knows, exactly as without the extra
+ * ones, and ignores the rest. Where no field can follow (EPOCH, text, page data,
+ * delta records), the size rules stay.
+ */
+static void test_trailing(void)
+{
+	static const uint8_t types[] = { SMP_HELLO, SMP_LOST, SMP_STATS, SMP_BYE,
+					 SMP_WELCOME, SMP_ACK, SMP_TIME, SMP_TIME_REPLY };
+	static const uint8_t extra[24] = { 0xa5, 0x5a, 0xff, 0, 1, 2, 3, 4, 0xee, 0xee, 0xee,
+					   0xee, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0xff, 0x7f };
+	static uint8_t pay[4096], frame[4096 + SMP_HDR_SIZE], out[4096];
+
+	for (size_t t = 0; t < sizeof(types); t++) {
+		uint8_t type = types[t];
+		long n = smp_sample_payload(type, 2, pay, sizeof(pay) - sizeof(extra));
+		struct smp_decoder *d = smp_decoder_new(SMP_MAX_PAYLOAD);
+		struct smp_frame f = { 0 };
+		long fl, k;
+		uint32_t crc;
+		int r;
+
+		memcpy(pay + n, extra, sizeof(extra));
+		fl = smp_frame_encode(frame, sizeof(frame), type, 0, 0, pay,
+				      (size_t)n + sizeof(extra));
+		/* the same frame from a sender of minor version SMP_VERSION_MINOR + 1 */
+		frame[5] = SMP_VERSION_MINOR + 1;
+		crc = smp_crc32c(0, frame, 24);
+		crc = smp_crc32c(crc, frame + SMP_HDR_SIZE, (size_t)n + sizeof(extra));
+		smp_put32(frame + 24, crc);
+		smp_put32(frame + 28, smp_crc32c(0, frame, 28));
+		smp_decoder_feed(d, frame, (size_t)fl);
+		r = smp_decoder_next(d, &f, NULL);
+		ok(r == 1 && f.type == type && f.minor == SMP_VERSION_MINOR + 1 &&
+		   f.len == (size_t)n + sizeof(extra),
+		   "%s of minor %d with %zu trailing bytes delivered", smp_type_name(type),
+		   SMP_VERSION_MINOR + 1, sizeof(extra));
+		is_int(smp_msg_check_size(type, f.len), 0, "%s: trailing bytes within its size",
+		       smp_type_name(type));
+		k = r == 1 ? reencode(type, f.payload, f.len, out, sizeof(out)) : -1;
+		ok(k == n && !memcmp(out, pay, (size_t)n),
+		   "%s: the known fields read as without the trailing ones", smp_type_name(type));
+		smp_decoder_free(d);
+	}
+	is_int(smp_msg_check_size(SMP_EPOCH, SMP_DELTA_EPOCH_SIZE + 8), -EBADMSG,
+	       "EPOCH takes no trailing bytes (one kernel delta record)");
+}
+
 int main(void)
 {
 	test_time();
@@ -443,5 +536,6 @@ int main(void)
 	test_bin();
 	test_seq();
 	test_encoders_write_everything();
+	test_trailing();
 	return tap_done();
 }
