@@ -341,12 +341,13 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		BootNow b = { 0 };
 		bool ok;
 
-		if (!ha_ch_ship_events(c, store, host, domain, id, kf, group, mark, st, error))
-			return false;
 		/* Each report reads in its own transaction: while the boot streams, its
 		 * numbers and stacks may be a batch apart; the next round ships both of a
-		 * later moment, and a boot that ended does not move any more. */
-		ok = read_boot(store, id, &b, error);
+		 * later moment, and a boot that ended does not move any more. Read before
+		 * its events are sent: a boots row that says the boot ended comes after
+		 * every event of it was sent final, so that sealing may count them. */
+		ok = read_boot(store, id, &b, error) &&
+		     ha_ch_ship_events(c, store, host, domain, id, kf, group, mark, st, error);
 		if (!ok) {
 			if (b.boots_json)
 				boot_now_clear(&b);
@@ -364,6 +365,7 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		 * the clock does.
 		 */
 		version = ha_ch_next_version(kf, group);
+		g_key_file_set_boolean(kf, group, "seal", true);
 		if (!g_key_file_save_to_file(kf, mark, error)) {
 			boot_now_clear(&b);
 			return false;
@@ -377,6 +379,115 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		if (!g_key_file_save_to_file(kf, mark, error))
 			return false;
 		st->boots++;
+	}
+	/* a boots row sent (or a seal that did not finish): seal what ended */
+	if (!g_key_file_get_boolean(kf, group, "seal", NULL))
+		return true;
+	if (!ha_ch_seal_pending(c, error))
+		return false;
+	g_key_file_set_boolean(kf, group, "seal", false);
+	return g_key_file_save_to_file(kf, mark, error);
+}
+
+/* ---- sealing: a boot that ended, aggregated ----------------------------------------- */
+
+#define SEAL_MAX_PER_CALL	1000u
+
+/* The first column of the answer's first line, as a number (0 when none). */
+static bool ch_u64(HaCh *c, const char *sql, uint64_t *ret, GError **error)
+{
+	g_autoptr(GString) a = g_string_new(NULL);
+
+	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+		return false;
+	*ret = g_ascii_strtoull(a->str, NULL, 10);
+	return true;
+}
+
+/* @b: host, domain, boot id and snap of a boots row that ended. */
+static bool seal_boot(HaCh *c, gchar **b, GError **error)
+{
+	g_autoptr(GString) key = g_string_new("host = ");
+	g_autoptr(GString) ins = g_string_new("INSERT INTO sealed VALUES (");
+	g_autofree char *q = NULL, *ev = NULL;
+	uint64_t last, maxv, version, n;
+
+	ha_ch_sql_str(key, b[0]);
+	g_string_append(key, " AND domain = ");
+	ha_ch_sql_str(key, b[1]);
+	g_string_append(key, " AND boot = ");
+	ha_ch_sql_str(key, b[2]);
+	q = g_strdup_printf("SELECT max(version) FROM sealed WHERE %s FORMAT TabSeparated",
+			    key->str);
+	if (!ch_u64(c, q, &maxv, error))
+		return false;
+	g_free(q);
+	q = g_strdup_printf("SELECT max(ts) FROM events WHERE %s FORMAT TabSeparated", key->str);
+	if (!ch_u64(c, q, &last, error))
+		return false;
+	/* above every seal of the boot before, whatever the clock does */
+	version = MAX((uint64_t)g_get_real_time(), maxv + 1);
+	/* the boot's events, as the reports' join gives them, with their stacks' texts */
+	ev = g_strdup_printf("(SELECT host, domain, boot, ts, host_us, event, stack FROM events"
+			     " FINAL WHERE %s) ANY INNER JOIN (SELECT stack, folded FROM"
+			     " event_stacks FINAL WHERE %s) USING stack", key->str, key->str);
+	g_free(q);
+	q = g_strdup_printf("INSERT INTO event_counts SELECT"
+			    " intDiv(%" PRIu64 " - ts + 999999999, 1000000000) AS tail_s, host,"
+			    " domain, boot, intDiv(host_us, 1000000) - (host_us %% 1000000 < 0)"
+			    " AS hs, host_us %% 1000000 != 0 AS hs_frac, event,"
+			    " cityHash64(folded) AS fstack, count(), %" PRIu64 " FROM %s"
+			    " GROUP BY tail_s, host, domain, boot, hs, hs_frac, event, fstack",
+			    last, version, ev);
+	if (!ha_ch_query(c, q, NULL, 0, NULL, error))
+		return false;
+	g_free(q);
+	q = g_strdup_printf("INSERT INTO event_totals SELECT host, domain, boot, event,"
+			    " cityHash64(folded) AS fstack, count(), %" PRIu64 " FROM %s"
+			    " GROUP BY host, domain, boot, event, fstack", version, ev);
+	if (!ha_ch_query(c, q, NULL, 0, NULL, error))
+		return false;
+	g_free(q);
+	q = g_strdup_printf("INSERT INTO stack_names SELECT DISTINCT cityHash64(folded), folded"
+			    " FROM event_stacks FINAL WHERE %s", key->str);
+	if (!ha_ch_query(c, q, NULL, 0, NULL, error))
+		return false;
+	g_free(q);
+	q = g_strdup_printf("SELECT sum(n) FROM event_totals WHERE %s AND version = %" PRIu64
+			    " FORMAT TabSeparated", key->str, version);
+	if (!ch_u64(c, q, &n, error))
+		return false;
+	/* last: once it is there, reports read the aggregates of this version */
+	for (int i = 0; i < 3; i++) {
+		ha_ch_sql_str(ins, b[i]);
+		g_string_append(ins, ", ");
+	}
+	g_string_append_printf(ins, "%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ")",
+			       g_ascii_strtoull(b[3], NULL, 10), last, n, version);
+	return ha_ch_query(c, ins->str, NULL, 0, NULL, error);
+}
+
+bool ha_ch_seal_pending(HaCh *c, GError **error)
+{
+	g_autofree char *sql = g_strdup_printf(
+		"SELECT host, domain, boot, snap FROM boots FINAL WHERE ended NOT IN"
+		" ('running', '') AND (host, domain, boot, snap) NOT IN (SELECT host, domain,"
+		" boot, snap FROM sealed FINAL) ORDER BY host, domain, boot LIMIT %u"
+		" FORMAT TabSeparated", SEAL_MAX_PER_CALL);
+	g_autoptr(GString) a = g_string_new(NULL);
+	g_auto(GStrv) lines = NULL;
+
+	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+		return false;
+	lines = g_strsplit(a->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+
+		if (!f || g_strv_length(f) != 4)
+			continue;
+		if (!seal_boot(c, f, error))
+			return false;
+		g_debug("sealed %s %s %s", f[0], f[1], f[2]);
 	}
 	return true;
 }

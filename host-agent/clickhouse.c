@@ -153,6 +153,21 @@ static const char *const schema[] = {
 	" host String, domain String, boot String, stack UInt64, kind String,"
 	" stack_id Int64, epoch Int64, folded String, json String, version UInt64)"
 	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, stack)",
+	/* the aggregates of a sealed boot (clickhouse.h), rows of its seal's version */
+	"CREATE TABLE IF NOT EXISTS sealed ("
+	" host String, domain String, boot String, snap UInt64, last_ts UInt64,"
+	" events UInt64, version UInt64)"
+	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot)",
+	"CREATE TABLE IF NOT EXISTS event_counts ("
+	" tail_s UInt64, host String, domain String, boot String, hs Int64, hs_frac UInt8,"
+	" event String, fstack UInt64, n UInt64, version UInt64)"
+	" ENGINE = MergeTree ORDER BY (tail_s, host, domain, boot, event, fstack)",
+	"CREATE TABLE IF NOT EXISTS event_totals ("
+	" host String, domain String, boot String, event String, fstack UInt64, n UInt64,"
+	" version UInt64)"
+	" ENGINE = MergeTree ORDER BY (host, domain, boot, event, fstack)",
+	"CREATE TABLE IF NOT EXISTS stack_names (fstack UInt64, folded String)"
+	" ENGINE = ReplacingMergeTree ORDER BY fstack",
 };
 
 void ha_ch_sql_str(GString *q, const char *s)

@@ -35,6 +35,17 @@
  * hash of its JSON, which events rows name. host_us, the event's host real time, is
  * the boot's first contact plus the event's guest time since the boot's first stored
  * event (host-agent/README.md says how far off it may be).
+ *
+ * A boot that ended is sealed: its events, once ClickHouse has every one final (its
+ * boots row, which says it ended, is sent after them), counted in ClickHouse itself
+ * into `event_totals` (per event and stack) and `event_counts` (per second before
+ * the boot's last event, tail_s, and per second of host time, hs, hs_frac), stacks
+ * by a hash of their folded text (`stack_names`), at a new version; then its
+ * `sealed` row (host, domain, boot, the boots row's snap, that version). Reports read
+ * a boot's aggregates, rows of the version its sealed row names, when that row has
+ * the boots row's snap, and its events rows otherwise: a seal that died leaves rows
+ * of a version no sealed row names, a boot that moved after its seal (resumed) is
+ * read from its events until it is sealed again.
  */
 #ifndef HA_CLICKHOUSE_H
 #define HA_CLICKHOUSE_H
@@ -85,6 +96,13 @@ typedef struct {
  */
 bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		const char *mark, HaShipStats *st, GError **error);
+
+/*
+ * Seal every boot of the URL's database whose boots row says it ended and that has no
+ * sealed row of that snap (any host's: sealing is idempotent), at most 1000 a call.
+ * ha_ch_ship() calls it after it sent a boots row.
+ */
+bool ha_ch_seal_pending(HaCh *c, GError **error);
 
 typedef struct {
 	const char *cmd;	/* boots, top, events, folded */
