@@ -104,18 +104,113 @@ static char *event_filter(const HaChReportOpts *o, const char *last)
 	return g_string_free(q, FALSE);
 }
 
-/* FROM of the selected events: events FINAL with each boot's last_ts when needed. */
-static char *event_from(const HaChReportOpts *o, const char *where)
+/* FROM of the events of the boots @cond selects (a condition on their host, domain
+ * and boot): events FINAL, with each boot's last_ts when needed. */
+static char *event_from_cond(const HaChReportOpts *o, const char *cond)
 {
 	if (o->last_ns < 0)
-		return g_strdup_printf("events FINAL WHERE (host, domain, boot) GLOBAL IN"
-				       " (SELECT host, domain, boot FROM boots FINAL WHERE %s)",
-				       where);
+		return g_strdup_printf("events FINAL WHERE %s", cond);
 	return g_strdup_printf("events FINAL GLOBAL ANY INNER JOIN (SELECT host, domain, boot,"
-			       " max(ts) AS last_ts FROM events WHERE (host, domain, boot)"
-			       " GLOBAL IN (SELECT host, domain, boot FROM boots FINAL WHERE %s)"
-			       " GROUP BY host, domain, boot) USING (host, domain, boot) WHERE 1",
-			       where);
+			       " max(ts) AS last_ts FROM events WHERE %s GROUP BY host, domain,"
+			       " boot) USING (host, domain, boot) WHERE %s", cond, cond);
+}
+
+/* FROM of the selected events (@where: of the boots). */
+static char *event_from(const HaChReportOpts *o, const char *where)
+{
+	g_autofree char *cond = g_strdup_printf("(host, domain, boot) GLOBAL IN (SELECT host,"
+						" domain, boot FROM boots FINAL WHERE %s)", where);
+
+	return event_from_cond(o, cond);
+}
+
+#define UNSEALED_LISTED	4096u	/* boots named in the query, beyond: a subquery */
+
+/*
+ * The selected events' counts per stack, as rows (fstack UInt64, n UInt64, folded
+ * String, host, domain, boot): sealed boots' from their aggregates (folded ''),
+ * the others' from their events rows, their stacks hashed as sealing hashes them.
+ * Only when the time filters are whole seconds, which the aggregates' seconds give
+ * exactly (clickhouse.h): *@ret NULL otherwise.
+ */
+static bool stack_counts(HaCh *c, const HaChReportOpts *o, const char *where, char **ret,
+			 GError **error)
+{
+	g_autofree char *ef = NULL, *from = NULL, *sql = NULL;
+	g_autoptr(GString) agg = g_string_new("1");
+	g_autoptr(GString) cond = g_string_new("(host, domain, boot) IN (");
+	g_autoptr(GString) a = g_string_new(NULL);
+	g_auto(GStrv) lines = NULL;
+	bool timed = o->since_us >= 0 || o->until_us >= 0 || o->last_ns >= 0;
+	guint n = 0;
+
+	*ret = NULL;
+	if ((o->since_us >= 0 && o->since_us % G_USEC_PER_SEC) ||
+	    (o->until_us >= 0 && o->until_us % G_USEC_PER_SEC) ||
+	    (o->last_ns >= 0 && o->last_ns % 1000000000))
+		return true;
+	/* host_us >= S s; host_us <= U s; the last L s: L - ts <= L s */
+	if (o->since_us >= 0)
+		g_string_append_printf(agg, " AND hs >= %" PRId64, o->since_us / G_USEC_PER_SEC);
+	if (o->until_us >= 0)
+		g_string_append_printf(agg, " AND (hs < %" PRId64 " OR (hs = %" PRId64
+				       " AND hs_frac = 0))", o->until_us / G_USEC_PER_SEC,
+				       o->until_us / G_USEC_PER_SEC);
+	if (o->last_ns >= 0)
+		g_string_append_printf(agg, " AND tail_s <= %" PRId64, o->last_ns / 1000000000);
+	if (o->event) {
+		g_string_append(agg, strchr(o->event, '/') ? " AND event = " :
+				" AND splitByChar('/', event)[-1] = ");
+		ha_ch_sql_str(agg, o->event);
+	}
+	g_string_append_printf(agg, " AND (host, domain, boot, version) GLOBAL IN (SELECT host,"
+			       " domain, boot, version FROM sealed FINAL WHERE (host, domain, boot,"
+			       " snap) GLOBAL IN (SELECT host, domain, boot, snap FROM boots FINAL"
+			       " WHERE %s))", where);
+	/* The selected boots not sealed (running, mostly), named in the query so that
+	 * their events are read through the table's key rather than all of them. */
+	sql = g_strdup_printf("SELECT host, domain, boot FROM boots FINAL WHERE %s AND (host,"
+			      " domain, boot, snap) GLOBAL NOT IN (SELECT host, domain, boot, snap"
+			      " FROM sealed FINAL) LIMIT %u FORMAT TabSeparated", where,
+			      UNSEALED_LISTED + 1);
+	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+		return false;
+	lines = g_strsplit(a->str, "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+
+		if (!f || g_strv_length(f) != 3)
+			continue;
+		g_string_append(cond, n++ ? ", (" : "(");
+		for (int i = 0; i < 3; i++) {
+			ha_ch_sql_str(cond, f[i]);
+			g_string_append(cond, i < 2 ? ", " : ")");
+		}
+	}
+	g_string_append_c(cond, ')');
+	if (n > UNSEALED_LISTED)
+		g_string_printf(cond, "(host, domain, boot) GLOBAL IN (SELECT host, domain, boot"
+				" FROM boots FINAL WHERE %s AND (host, domain, boot, snap) GLOBAL"
+				" NOT IN (SELECT host, domain, boot, snap FROM sealed FINAL))",
+				where);
+	if (!n) {
+		*ret = g_strdup_printf("SELECT fstack, n, materialize('') AS folded, host, domain,"
+				       " boot FROM %s WHERE %s", timed ? "event_counts" :
+				       "event_totals", agg->str);
+		return true;
+	}
+	ef = event_filter(o, "last_ts");
+	from = event_from_cond(o, cond->str);
+	*ret = g_strdup_printf(
+		"SELECT fstack, n, materialize('') AS folded, host, domain, boot FROM %s WHERE %s"
+		" UNION ALL"
+		" SELECT cityHash64(folded) AS fstack, n, folded, host, domain, boot FROM"
+		" (SELECT host, domain, boot, stack, count() AS n FROM %s AND %s"
+		" GROUP BY host, domain, boot, stack) ANY INNER JOIN (SELECT host, domain, boot,"
+		" stack, folded FROM event_stacks FINAL WHERE %s)"
+		" USING (host, domain, boot, stack)",
+		timed ? "event_counts" : "event_totals", agg->str, from, ef, cond->str);
+	return true;
 }
 
 /* top and folded of the selected events: their stacks (event_stacks), summed. */
@@ -124,22 +219,37 @@ static bool ch_event_stacks(HaCh *c, const HaChReportOpts *o, const char *where,
 {
 	g_autofree char *ef = event_filter(o, "last_ts");
 	g_autofree char *from = event_from(o, where);
+	g_autofree char *counts = NULL;
 	g_autofree char *lim = top ? g_strdup_printf(" LIMIT %u", limit) : g_strdup("");
-	g_autofree char *sql = g_strdup_printf(
-		"SELECT folded, sum(n) AS n FROM (SELECT host, domain, boot, stack, count() AS n"
-		" FROM %s AND %s GROUP BY host, domain, boot, stack) ANY INNER JOIN"
-		" (SELECT host, domain, boot, stack, folded FROM event_stacks FINAL)"
-		" USING (host, domain, boot, stack) GROUP BY folded ORDER BY %s%s"
-		" FORMAT TabSeparated", from, ef, top ? "n DESC, folded" : "folded", lim);
-	g_autofree char *tsql = g_strdup_printf(
-		"SELECT count(), uniqExact(host, domain, boot) FROM %s AND %s FORMAT TabSeparated",
-		from, ef);
+	g_autofree char *sql = NULL, *tsql = NULL;
 	g_autoptr(GString) a = g_string_new(NULL);
 	g_autoptr(GString) t = g_string_new(NULL);
 	g_auto(GStrv) lines = NULL;
 	uint64_t total = 0, nboots = 0;
 	guint i = 0;
 
+	if (!stack_counts(c, o, where, &counts, error))
+		return false;
+	if (counts) {
+		sql = g_strdup_printf(
+			"SELECT if(f != '', f, name) AS fo, n FROM (SELECT fstack,"
+			" anyIf(folded, folded != '') AS f, sum(n) AS n FROM (%s) GROUP BY fstack)"
+			" ANY LEFT JOIN (SELECT fstack, any(folded) AS name FROM stack_names"
+			" GROUP BY fstack) USING fstack ORDER BY %s%s FORMAT TabSeparated", counts,
+			top ? "n DESC, fo" : "fo", lim);
+		tsql = g_strdup_printf("SELECT sum(n), uniqExact(host, domain, boot) FROM (%s)"
+				       " FORMAT TabSeparated", counts);
+	} else {
+		sql = g_strdup_printf(
+			"SELECT folded, sum(n) AS n FROM (SELECT host, domain, boot, stack,"
+			" count() AS n FROM %s AND %s GROUP BY host, domain, boot, stack)"
+			" ANY INNER JOIN (SELECT host, domain, boot, stack, folded FROM"
+			" event_stacks FINAL) USING (host, domain, boot, stack) GROUP BY folded"
+			" ORDER BY %s%s FORMAT TabSeparated", from, ef,
+			top ? "n DESC, folded" : "folded", lim);
+		tsql = g_strdup_printf("SELECT count(), uniqExact(host, domain, boot) FROM %s AND"
+				       " %s FORMAT TabSeparated", from, ef);
+	}
 	if (!ha_ch_query(c, sql, NULL, 0, a, error))
 		return false;
 	if (top) {
