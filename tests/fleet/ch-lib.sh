@@ -84,8 +84,19 @@ ch_fleet_schema() {
 	chq "CREATE DATABASE IF NOT EXISTS fleet" || fail "create fleet"
 }
 ch_fleet_distributed() {
-	for t in boots stacks lost stats events event_stacks; do
+	for t in boots stacks lost stats events event_stacks sealed event_counts event_totals \
+		 stack_names; do
 		chq "CREATE TABLE IF NOT EXISTS fleet.$t AS shard1.$t
 		     ENGINE = Distributed(fleet, '', $t, rand())" || fail "fleet.$t"
 	done
+}
+
+# ch_folded DB COND: folded counts of the events rows of DB that pass COND, by hand
+# (events FINAL joined with their stacks), sorted as `sort` sorts
+ch_folded() {
+	chq "SELECT folded, sum(n) FROM (SELECT host, domain, boot, stack, count() AS n
+	     FROM $1.events FINAL WHERE $2 GROUP BY host, domain, boot, stack)
+	     ANY INNER JOIN (SELECT host, domain, boot, stack, folded FROM $1.event_stacks
+	     FINAL) USING (host, domain, boot, stack) GROUP BY folded FORMAT TSV" |
+		tr '\t' ' ' | sort
 }

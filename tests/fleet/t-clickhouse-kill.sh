@@ -72,3 +72,37 @@ report folded --domain-name k1 | sort >"$T/store.folded"
 "$HOST_AGENT" report --clickhouse "$URL" folded | sort | cmp -s - "$T/store.folded" ||
 	fail "folded differs"
 ok "after the kills: ClickHouse's events = the store's, byte for byte, one row each ($n)"
+
+# The boot ended: the last ship sealed it, its aggregates count every event once
+[ "$(chq "SELECT count(), sum(events) FROM k.sealed FINAL")" = "1	200000" ] ||
+	fail "k.sealed: $(chq "SELECT count(), sum(events) FROM k.sealed FINAL")"
+# the store's: every event is a kmalloc; the last second, by hand from the events rows
+report folded --domain-name k1 | sort >"$T/store.ev"
+[ "$(awk '{s += $NF} END {print s}' "$T/store.ev")" = 200000 ] || fail "store's folded"
+ch_folded k "ts + 1000000000 >= (SELECT max(ts) FROM k.events)" >"$T/hand.last"
+ch_folded k "ts + 1500000000 >= (SELECT max(ts) FROM k.events)" >"$T/hand.last1.5"
+[ -s "$T/hand.last" ] || fail "no events in the last second"
+# check WHAT: folded --event equals the store's folded, --last 1 (whole seconds: from
+# the aggregates once sealed) and --last 1.5 (from the events rows) the hand's
+check() {
+	"$HOST_AGENT" report --clickhouse "$URL" folded --event kmalloc | sort |
+		cmp -s - "$T/store.ev" || fail "$1: folded --event kmalloc != the store's"
+	"$HOST_AGENT" report --clickhouse "$URL" folded --last 1 --ended "$ended" | sort |
+		cmp -s - "$T/hand.last" || fail "$1: folded --last 1 != the last second's"
+	"$HOST_AGENT" report --clickhouse "$URL" folded --last 1.5 | sort |
+		cmp -s - "$T/hand.last1.5" || fail "$1: folded --last 1.5 != the last 1.5 s'"
+}
+ended=$(chq "SELECT ended FROM k.boots FINAL")
+check "sealed"
+ok "sealed: folded --event, --last 1 from its aggregates equal the store's, the events rows'"
+# rows of a seal that died before its sealed row count nothing
+chq "INSERT INTO k.event_totals SELECT host, domain, boot, event, fstack, n * 7, 1
+     FROM k.event_totals" || fail "insert"
+chq "INSERT INTO k.event_counts SELECT tail_s, host, domain, boot, hs, hs_frac, event, fstack,
+     n * 7, 1 FROM k.event_counts" || fail "insert"
+check "a dead seal's rows"
+# a sealed row of another snap (the boot moved after its seal): its events rows count
+chq "INSERT INTO k.sealed SELECT host, domain, boot, snap + 1, last_ts, events, version + 1
+     FROM k.sealed" || fail "insert"
+check "a stale seal"
+ok "a dead seal's rows count nothing; a stale seal: the events rows count"

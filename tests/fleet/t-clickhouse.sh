@@ -234,3 +234,24 @@ head -1 "$T/last.top" | grep -q "^$m events in 1 boots" || { cat "$T/last.top"; 
 [ "$(awk '/^#1 / {print $2}' "$T/last.top")" = \
   "$(awk '{if ($NF > m) m = $NF} END {print m}' "$T/last.folded")" ] || fail "top --last #1"
 ok "the last second before the crash: events ($m) equal the store's, top and folded count them"
+
+# sealing: every boot ended, each sealed once; top and folded of their events from the
+# aggregates equal the stores' and, by hand, the events rows' (through the shards)
+sealed=$(chq "SELECT count(), sum(events) FROM fleet.sealed FINAL")
+[ "$sealed" = "6	$n" ] || fail "fleet.sealed: $sealed, want 6 boots of $n events"
+fleet folded --event kmalloc | sort >"$T/ev.folded"
+cmp -s "$T/union.folded" "$T/ev.folded" ||
+	{ diff "$T/union.folded" "$T/ev.folded" | head; fail "folded --event != the stores'"; }
+a2="host = 'hostA' AND domain = 'a2'"
+ch_folded fleet "$a2 AND ts + 1000000000 >= (SELECT max(ts) FROM fleet.events WHERE $a2)" \
+	>"$T/hand.last"
+cmp -s "$T/hand.last" <(sort "$T/last.folded") || fail "folded --last 1 != a2's last second"
+s=$(chq "SELECT intDiv(min(host_us), 1000000) + 1 FROM fleet.events")
+u=$((s + 1))
+fleet folded --event kmalloc --since "$s" --until "$u" | sort >"$T/hs.folded"
+ch_folded fleet "host_us >= $s * 1000000 AND host_us <= $u * 1000000 AND (host, domain, boot)
+	GLOBAL IN (SELECT host, domain, boot FROM fleet.boots FINAL
+	WHERE end_us >= $s * 1000000 AND start_us <= $u * 1000000)" >"$T/hand.hs"
+[ -s "$T/hand.hs" ] || fail "no events in [$s, $u]"
+cmp -s "$T/hand.hs" "$T/hs.folded" || fail "folded --since $s --until $u != the events rows'"
+ok "sealed: 6 boots; folded --event, --last 1, --since/--until from the aggregates exact"
