@@ -107,12 +107,28 @@ static const char *json_s(JsonObject *o, const char *k)
 	return v ? v : "";
 }
 
-/* What the boot is now: the texts its rows are made of, hashed into its snapshot. */
+/* A LOST row: stream_id, cpu, overrun, commit_overrun, dropped and read events. */
+typedef struct {
+	uint64_t stream;
+	uint64_t v[4];
+	uint32_t cpu;
+	uint32_t pad;		/* zero: the row is hashed as bytes */
+} LostRow;
+
+/* A STATS row. */
+typedef struct {
+	uint64_t stream;
+	int64_t value;
+	uint32_t key;
+	uint32_t pad;
+} StatsRow;
+
+/* What the boot is now: its rows' contents, hashed into its snapshot. */
 typedef struct {
 	GString *boots_json;
 	GString *folded;
-	GString *lost;		/* "stream cpu overrun commit dropped read" lines */
-	GString *stats;		/* "stream key value" lines */
+	GArray *lost;		/* LostRow */
+	GArray *stats;		/* StatsRow */
 	int64_t start_us;
 	int64_t end_us;
 	uint64_t snap;
@@ -122,8 +138,8 @@ static void boot_now_clear(BootNow *b)
 {
 	g_string_free(b->boots_json, TRUE);
 	g_string_free(b->folded, TRUE);
-	g_string_free(b->lost, TRUE);
-	g_string_free(b->stats, TRUE);
+	g_array_unref(b->lost);
+	g_array_unref(b->stats);
 }
 
 static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
@@ -138,8 +154,8 @@ static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
 
 	ret->boots_json = g_string_new(NULL);
 	ret->folded = g_string_new(NULL);
-	ret->lost = g_string_new(NULL);
-	ret->stats = g_string_new(NULL);
+	ret->lost = g_array_new(FALSE, FALSE, sizeof(LostRow));
+	ret->stats = g_array_new(FALSE, FALSE, sizeof(StatsRow));
 	if (!ha_report(store, &boots, ret->boots_json, error) ||
 	    !ha_report(store, &folded, ret->folded, error))
 		return false;
@@ -159,31 +175,37 @@ static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, id);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		g_string_append_printf(ret->lost, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-				       " %" PRIu64 " %" PRIu64 "\n",
-				       (uint64_t)sqlite3_column_int64(st, 0),
-				       (uint64_t)sqlite3_column_int64(st, 1),
-				       (uint64_t)sqlite3_column_int64(st, 2),
-				       (uint64_t)sqlite3_column_int64(st, 3),
-				       (uint64_t)sqlite3_column_int64(st, 4),
-				       (uint64_t)sqlite3_column_int64(st, 5));
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		LostRow r = { .cpu = (uint32_t)sqlite3_column_int64(st, 1) };
+
+		r.stream = (uint64_t)sqlite3_column_int64(st, 0);
+		for (int i = 0; i < 4; i++)
+			r.v[i] = (uint64_t)sqlite3_column_int64(st, 2 + i);
+		g_array_append_val(ret->lost, r);
+	}
 	sqlite3_reset(st);
 	st = ha_store_stmt(store, "SELECT s.stream_id, t.key, t.value FROM stats t JOIN streams"
 			   " s ON s.id = t.stream WHERE t.boot = ? ORDER BY 1, 2", error);
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, id);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		g_string_append_printf(ret->stats, "%" PRIu64 " %" PRIu64 " %" PRId64 "\n",
-				       (uint64_t)sqlite3_column_int64(st, 0),
-				       (uint64_t)sqlite3_column_int64(st, 1),
-				       (int64_t)sqlite3_column_int64(st, 2));
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		StatsRow r = {
+			.stream = (uint64_t)sqlite3_column_int64(st, 0),
+			.key = (uint32_t)sqlite3_column_int64(st, 1),
+			.value = sqlite3_column_int64(st, 2),
+		};
+
+		g_array_append_val(ret->stats, r);
+	}
 	sqlite3_reset(st);
 	g_checksum_update(sum, (const guchar *)ret->boots_json->str, (gssize)ret->boots_json->len);
 	g_checksum_update(sum, (const guchar *)ret->folded->str, (gssize)ret->folded->len);
-	g_checksum_update(sum, (const guchar *)ret->lost->str, (gssize)ret->lost->len);
-	g_checksum_update(sum, (const guchar *)ret->stats->str, (gssize)ret->stats->len);
+	/* the rows' bytes: zero-initialized structs, no padding left undefined */
+	g_checksum_update(sum, (const guchar *)ret->lost->data,
+			  (gssize)(ret->lost->len * sizeof(LostRow)));
+	g_checksum_update(sum, (const guchar *)ret->stats->data,
+			  (gssize)(ret->stats->len * sizeof(StatsRow)));
 	g_checksum_get_digest(sum, digest, &dlen);
 	ret->snap = 0;
 	for (int i = 0; i < 8; i++)
@@ -250,18 +272,14 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		return false;
 
 	bt.table = "lost";
-	g_auto(GStrv) lost_lines = g_strsplit(b->lost->str, "\n", -1);
-	for (gchar **l = lost_lines; *l; l++) {
-		uint64_t v[6];
+	for (guint i = 0; i < b->lost->len; i++) {
+		const LostRow *r = &g_array_index(b->lost, LostRow, i);
 
-		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %"
-			   SCNu64, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
-			continue;
 		key_cols(s, &bt, boot);
-		ha_rb_u64(rows, v[0]);
-		ha_rb_u32(rows, (uint32_t)v[1]);
-		for (int i = 2; i < 6; i++)
-			ha_rb_u64(rows, v[i]);
+		ha_rb_u64(rows, r->stream);
+		ha_rb_u32(rows, r->cpu);
+		for (int j = 0; j < 4; j++)
+			ha_rb_u64(rows, r->v[j]);
 		ha_rb_u64(rows, version);
 		if (!ha_ch_batch_row_done(&bt, error))
 			return false;
@@ -270,17 +288,13 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 		return false;
 
 	bt.table = "stats";
-	g_auto(GStrv) stats_lines = g_strsplit(b->stats->str, "\n", -1);
-	for (gchar **l = stats_lines; *l; l++) {
-		uint64_t stream, key;
-		int64_t value;
+	for (guint i = 0; i < b->stats->len; i++) {
+		const StatsRow *r = &g_array_index(b->stats, StatsRow, i);
 
-		if (sscanf(*l, "%" SCNu64 " %" SCNu64 " %" SCNd64, &stream, &key, &value) != 3)
-			continue;
 		key_cols(s, &bt, boot);
-		ha_rb_u64(rows, stream);
-		ha_rb_u32(rows, (uint32_t)key);
-		ha_rb_u64(rows, (uint64_t)value);
+		ha_rb_u64(rows, r->stream);
+		ha_rb_u32(rows, r->key);
+		ha_rb_u64(rows, (uint64_t)r->value);
 		ha_rb_u64(rows, version);
 		if (!ha_ch_batch_row_done(&bt, error))
 			return false;
