@@ -66,6 +66,19 @@ static gboolean fullstack_equal(gconstpointer a, gconstpointer b)
 	       (!x->nr || !memcmp(x->ips, y->ips, (size_t)x->nr * 8));
 }
 
+/* The texts a guest keys as it likes, and what a boot may store of each (ingest.h). */
+enum { TEXT_KSYMS, TEXT_MODULES, TEXT_CMDLINES, TEXT_KINDS };
+
+static const struct {
+	uint8_t type;		/* SMP_* */
+	const char *kind;	/* texts.kind */
+	uint64_t budget;	/* bytes + HA_TEXT_ROW_COST per row, per boot */
+} text_kinds[TEXT_KINDS] = {
+	[TEXT_KSYMS] = { SMP_KSYMS, "ksyms", HA_TEXT_KSYMS_MAX },
+	[TEXT_MODULES] = { SMP_MODULES, "modules", HA_TEXT_MODULES_MAX },
+	[TEXT_CMDLINES] = { SMP_CMDLINES, "cmdlines", HA_TEXT_CMDLINES_MAX },
+};
+
 /* One stack's count in a batch; count 0: a free slot. */
 typedef struct {
 	uint64_t key;		/* hist.h */
@@ -167,6 +180,10 @@ struct _HaConn {
 	bool gap_note;		/* a gap seen, its rows due in the frame's transaction */
 	uint64_t gap_lo, gap_hi;
 	uint32_t gaps_noted;	/* rows written for so many gaps (HA_GAPS_NOTED_MAX) */
+	/* what the boot stores of each text kind (text_kinds), read at HELLO and counted
+	 * up as texts are stored; a replaced row is counted again (an upper bound), and
+	 * the count of a batch that fails is not taken back (the connection ends) */
+	uint64_t text_used[TEXT_KINDS];
 	gint64 pending_since;
 	/* The first store failure inside a pairing callback, which cannot return one:
 	 * taken by take_store_error() before the frame counts as applied, and by
@@ -1052,6 +1069,32 @@ static char *geometry_change(sqlite3_stmt *st, const struct smp_hello *h)
 	return g_string_free(o, FALSE);
 }
 
+/* What the boot already stores of each text kind (its every stream and session). */
+static bool load_text_use(HaConn *c, GError **error)
+{
+	sqlite3_stmt *st = STMT(c, "SELECT kind, COUNT(*), COALESCE(SUM(length(text)), 0)"
+				" FROM texts WHERE boot = ? GROUP BY kind", error);
+	int rc;
+
+	memset(c->text_used, 0, sizeof(c->text_used));
+	sqlite3_bind_int64(st, 1, c->boot);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 0);
+
+		for (int k = 0; k < TEXT_KINDS; k++)
+			if (!g_strcmp0(kind, text_kinds[k].kind))
+				c->text_used[k] = (uint64_t)sqlite3_column_int64(st, 1) *
+						  HA_TEXT_ROW_COST +
+						  (uint64_t)sqlite3_column_int64(st, 2);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(c->store, error, "text use");
+		return false;
+	}
+	return true;
+}
+
 static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 {
 	sqlite3_stmt *st;
@@ -1149,6 +1192,8 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 	if (!ha_store_commit(c->store, error))
 		return false;
 	c->acked = c->expected - 1;
+	if (!load_text_use(c, error))
+		return false;
 	return load_boot_state(c, pairs, pairs_len, error);
 }
 
@@ -1331,16 +1376,26 @@ static bool on_format(HaConn *c, const struct smp_frame *f, GError **error)
 static bool on_text(HaConn *c, const struct smp_frame *f, GError **error)
 {
 	struct smp_text m;
-	int r = smp_text_decode(&m, f->payload, f->len);
+	int r = smp_text_decode(&m, f->payload, f->len), k = 0;
+	uint64_t cost;
 
 	if (r < 0) {
 		malformed(c, f, "%s", smp_strerror(r));
 		return true;
 	}
-	return store_text(c, f->type == SMP_KSYMS ? "ksyms" : f->type == SMP_MODULES ?
-			  "modules" : "cmdlines", "", c->stream,
-			  m.generation, m.chunk, m.flags & SMP_TEXT_LAST, f->seq, m.text,
-			  m.text_len, error);
+	while (k < TEXT_KINDS - 1 && text_kinds[k].type != f->type)
+		k++;
+	cost = HA_TEXT_ROW_COST + m.text_len;
+	if (c->text_used[k] + cost > text_kinds[k].budget) {
+		c->st.texts_refused++;
+		malformed(c, f, "%s text (generation %u chunk %u, %zu bytes) beyond the boot's"
+			  " budget of %" PRIu64 " bytes for them: refused", text_kinds[k].kind,
+			  m.generation, m.chunk, m.text_len, text_kinds[k].budget);
+		return true;
+	}
+	c->text_used[k] += cost;
+	return store_text(c, text_kinds[k].kind, "", c->stream, m.generation, m.chunk,
+			  m.flags & SMP_TEXT_LAST, f->seq, m.text, m.text_len, error);
 }
 
 static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)

@@ -40,6 +40,19 @@
 #include "clocksync.h"
 #include "store.h"
 
+/*
+ * What a boot may store of the texts whose keys the guest chooses (KSYMS, MODULES and
+ * CMDLINES chunks, keyed by stream, generation and chunk): per boot and kind, the bytes
+ * of the texts plus HA_TEXT_ROW_COST per row, across every stream and session. A text
+ * beyond its kind's budget is refused: counted as malformed (and in texts_refused),
+ * not stored, its seq consumed. Two or more whole kallsyms of the largest the guest
+ * agent sends (128 MiB) fit, and years of saved_cmdlines changes.
+ */
+#define HA_TEXT_ROW_COST	64u
+#define HA_TEXT_KSYMS_MAX	(256ull << 20)
+#define HA_TEXT_MODULES_MAX	(16ull << 20)
+#define HA_TEXT_CMDLINES_MAX	(32ull << 20)
+
 /* The disk quota of a domain's store unless configured (--quota-mb; 0: none). */
 #define HA_QUOTA_DEFAULT_MB	1024u
 #define HA_QUOTA_DEFAULT_BYTES	((uint64_t)HA_QUOTA_DEFAULT_MB << 20)
@@ -130,6 +143,7 @@ typedef struct {
 	uint64_t events;
 	uint64_t commits;
 	uint64_t acked;
+	uint64_t texts_refused;	/* KSYMS/MODULES/CMDLINES beyond the boot's budget */
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
 /* The clock probes of this connection (clocksync.h). */

@@ -1240,6 +1240,45 @@ static bool hostile(Guest *g)
 				return true;
 		return true;
 	}
+	if (strcmp(m, "text-flood") == 0) {
+		/*
+		 * Texts under keys the guest chooses (issue 14): 250000 tiny MODULES
+		 * snapshots, each a new generation, then 170 CMDLINES chunks of 200 KiB,
+		 * then BYE. The host stores each kind up to its per-boot budget
+		 * (ingest.h) and refuses the rest; everything is acknowledged.
+		 */
+		static char big[200 * 1024];
+		struct smp_text t = { .flags = SMP_TEXT_LAST, .text = "m 1\n", .text_len = 4 };
+
+		for (size_t i = 0; i + 6 <= sizeof(big); i += 6)
+			memcpy(big + i, "1 abc\n", 6);
+		for (uint32_t i = 0; i < 250000 + 170; i++) {
+			bool cmd = i >= 250000;
+
+			if (cmd) {
+				t = (struct smp_text){ .generation = i - 250000,
+						       .flags = SMP_TEXT_LAST, .text = big,
+						       .text_len = sizeof(big) / 6 * 6 };
+			} else {
+				t.generation = i;
+			}
+			n = smp_text_encode(&t, buf + SMP_HDR_SIZE, SMP_MAX_PAYLOAD);
+			n = smp_frame_seal(buf, cmd ? SMP_CMDLINES : SMP_MODULES, 0, seq++,
+					   (uint32_t)n);
+			if (!write_all(g, buf, (size_t)n))
+				return false;
+			if (i % 256 == 0)
+				read_host(g, false, NULL);
+		}
+		n = smp_bye_encode(SMP_BYE_SHUTDOWN, buf + SMP_HDR_SIZE, 8);
+		n = smp_frame_seal(buf, SMP_BYE, 0, seq, (uint32_t)n);
+		if (!write_all(g, buf, (size_t)n))
+			return false;
+		while (g->acked < seq)
+			if (!read_host(g, true, NULL))
+				return false;
+		return true;
+	}
 	if (strcmp(m, "tiny-stacks") == 0) {
 		/* EPOCH, then an endless flood of depth-1 stacks in new epochs. */
 		for (uint64_t e = 0;; e++) {
@@ -1359,7 +1398,7 @@ int main(int argc, char **argv)
 		  "Pause before connecting again after a lost connection", "MS" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
-		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood", "MODE" },
+		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood|text-flood", "MODE" },
 		{ "answer-time", 0, 0, G_OPTION_ARG_NONE, &o->answer_time,
 		  "Answer the host's clock probes (an extra CPU carries the markers)", NULL },
 		{ "time-offset-ns", 0, 0, G_OPTION_ARG_INT64, &o->time_offset_ns,
