@@ -12,6 +12,10 @@
  *  4. Stored bytes per event (database after a WAL checkpoint, and by part).
  *  5. `report top` and `report boots` latency on a store of --top-events events
  *     (default 10 million), streamed by synth-guest into a fresh daemon.
+ *  6. Many guests: --guests (default 8) synthetic guests of --guest-events each, each
+ *     serving its socket like QEMU (server=on), streamed at once into one
+ *     `host-agent --socket-dir`: aggregate and per-guest rates, the daemon's CPU, and
+ *     every stream's ACK latency (a frame's last byte written to the ACK covering it).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +39,7 @@
 
 static char *ha_path, *sg_path, *dir, *wrap, *only, *base_path;
 static gint64 nevents = 2000000, top_events = 10000000, repeat = 3, paced_events = 100000;
+static gint64 nguests = 8, guest_events = 250000;
 static double rate_mb = 1.0;
 
 static double now(void)
@@ -398,6 +403,191 @@ static double time_report(const char *state, const char *domain, const char *wha
 	return now() - t0;
 }
 
+/* What one guest of run_guests() measured: when it was connected and done, and the
+ * ACK latency percentiles of its stream (seconds). */
+typedef struct {
+	double t_accept;
+	double t_done;
+	double p50, p99, max;
+	uint64_t acked;
+} GuestResult;
+
+/*
+ * A guest serving @path like QEMU: accept the host's connection, write the stream as
+ * fast as the host reads it, and time each frame's last byte written to the ACK that
+ * covers it.
+ */
+static void guest_serve(const char *path, const uint8_t *buf, size_t len,
+			uint64_t last_seq, GuestResult *res)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0), fd;
+	struct smp_decoder *dec = smp_decoder_new(64);
+	g_autoptr(GArray) sent = g_array_new(FALSE, FALSE, sizeof(Sent));
+	g_autoptr(GArray) lat = g_array_new(FALSE, FALSE, sizeof(double));
+	size_t off = 0, fpos = 0, head = 0;
+	uint64_t acked = 0;
+
+	g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 1) < 0) {
+		perror("host-bench: guest socket");
+		_exit(1);
+	}
+	fd = accept(lfd, NULL, NULL);
+	close(lfd);
+	res->t_accept = now();
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	while (acked < last_seq && fd >= 0) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | (off < len ? POLLOUT : 0) };
+		struct smp_frame f;
+		uint8_t *space;
+		size_t room;
+		ssize_t n;
+		double t;
+
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			break;
+		if ((p.revents & POLLOUT) && off < len) {
+			n = write(fd, buf + off, MIN(len - off, (size_t)(256 << 10)));
+			if (n > 0)
+				off += (size_t)n;
+			/* the frames whose last byte has now left */
+			for (t = now(); fpos + SMP_HDR_SIZE <= len;) {
+				uint32_t plen;
+				uint64_t seq;
+
+				memcpy(&plen, buf + fpos + 8, 4);
+				memcpy(&seq, buf + fpos + 16, 8);
+				if (fpos + SMP_HDR_SIZE + plen > off)
+					break;
+				g_array_append_val(sent, ((Sent){ .seq = seq, .sent = t }));
+				fpos += SMP_HDR_SIZE + plen;
+			}
+		}
+		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		room = smp_decoder_space(dec, &space);
+		n = read(fd, space, room);
+		if (n == 0)
+			break;
+		if (n > 0)
+			smp_decoder_commit(dec, (size_t)n);
+		while (smp_decoder_next(dec, &f, NULL) != 0) {
+			if (f.type != SMP_ACK || f.len != 8 ||
+			    smp_ack_decode(&acked, f.payload, f.len) < 0)
+				continue;
+			for (t = now(); head < sent->len &&
+			     g_array_index(sent, Sent, head).seq <= acked; head++)
+				g_array_append_vals(lat, &(double){
+					t - g_array_index(sent, Sent, head).sent }, 1);
+		}
+	}
+	res->t_done = now();
+	res->acked = acked;
+	res->p50 = pct(lat, 0.5);
+	res->p99 = pct(lat, 0.99);
+	res->max = pct(lat, 1.0);
+	close(fd);
+	smp_decoder_free(dec);
+}
+
+/* --guests guests at once into one `host-agent --socket-dir`. */
+static void run_guests(const char *state)
+{
+	g_autofree char *stream = g_strdup_printf("%s/stream-guest.bin", dir);
+	g_autofree char *vms = g_strdup_printf("%s/vms", dir);
+	g_autofree char *st = g_strdup_printf("%s/guests", state);
+	g_autofree char *ev = g_strdup_printf("%" G_GINT64_FORMAT, guest_events);
+	char *gargv[] = { sg_path, "--dump", stream, "--events", ev, "--cpus", "2",
+			  "--stacks", "1000", "--epochs", "4", "-q", NULL };
+	char *dargv[] = { ha_path, "--socket-dir", vms, "--state-dir", st, NULL };
+	g_autofree char *data = NULL;
+	g_autoptr(GError) e = NULL;
+	GuestResult *res;
+	double first = 1e300, last = 0, cpu0, cpu1, worst = 0, slowest = 1e300;
+	uint64_t last_seq = 0;
+	gsize len;
+	GPid pid;
+	int status;
+
+	run(gargv);
+	if (!g_file_get_contents(stream, &data, &len, NULL))
+		exit(1);
+	for (size_t off = 0; off + SMP_HDR_SIZE <= len;) {
+		uint32_t plen;
+		uint64_t seq;
+
+		memcpy(&plen, data + off + 8, 4);
+		memcpy(&seq, data + off + 16, 8);
+		last_seq = MAX(last_seq, seq);
+		off += SMP_HDR_SIZE + plen;
+	}
+	g_mkdir_with_parents(vms, 0755);
+	res = mmap(NULL, sizeof(*res) * (size_t)nguests, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	for (gint64 i = 0; i < nguests; i++) {
+		if (fork() == 0) {
+			g_autofree char *path = g_strdup_printf("%s/vm%d.sock", vms, (int)i);
+
+			guest_serve(path, (const uint8_t *)data, len, last_seq, &res[i]);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < 100; i++) {
+		g_autofree char *path = g_strdup_printf("%s/vm%d.sock", vms, (int)nguests - 1);
+
+		if (g_file_test(path, G_FILE_TEST_EXISTS))
+			break;
+		g_usleep(20000);
+	}
+	g_usleep(100000);
+	{
+		g_autofree char *log = g_build_filename(dir, "daemon.log", NULL);
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (!g_spawn_async_with_fds(NULL, dargv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
+					    NULL, &pid, -1, fd, fd, &e)) {
+			g_printerr("host-bench: %s\n", e->message);
+			exit(1);
+		}
+		close(fd);
+	}
+	cpu0 = proc_cpu(pid);
+	for (gint64 i = 0; i < nguests; i++)
+		wait(&status);
+	cpu1 = proc_cpu(pid);
+	stop_daemon(pid);
+	printf("\n %" G_GINT64_FORMAT " guests at once into one host-agent --socket-dir, each"
+	       " %" G_GINT64_FORMAT " events (%.1f MB of frames, 2 CPUs), written as fast as"
+	       " the host reads\n", nguests, guest_events, (double)len / 1e6);
+	for (gint64 i = 0; i < nguests; i++) {
+		double w = res[i].t_done - res[i].t_accept;
+
+		if (res[i].acked < last_seq) {
+			g_printerr("host-bench: guest %d: only %" PRIu64 " of %" PRIu64 " acked\n",
+				   (int)i, res[i].acked, last_seq);
+			exit(1);
+		}
+		first = MIN(first, res[i].t_accept);
+		last = MAX(last, res[i].t_done);
+		slowest = MIN(slowest, (double)guest_events / w);
+		worst = MAX(worst, res[i].p99);
+		printf("  vm%d: %6.2f s, %8.0f events/s, %6.1f MB/s; ACK latency p50 %.1f ms,"
+		       " p99 %.1f ms, max %.1f ms\n", (int)i, w, (double)guest_events / w,
+		       (double)len / 1e6 / w, res[i].p50 * 1e3, res[i].p99 * 1e3,
+		       res[i].max * 1e3);
+	}
+	printf("  => aggregate %.0f events/s, %.1f MB/s over %.2f s; slowest guest %.0f"
+	       " events/s; worst stream's ACK latency p99 %.1f ms; daemon CPU %.2f s"
+	       " (%.2f cores), %.0f events per CPU-second\n",
+	       (double)(nguests * guest_events) / (last - first),
+	       (double)len * (double)nguests / 1e6 / (last - first), last - first, slowest,
+	       worst * 1e3, cpu1 - cpu0, (cpu1 - cpu0) / (last - first),
+	       (double)(nguests * guest_events) / MAX(cpu1 - cpu0, 1e-3));
+	munmap(res, sizeof(*res) * (size_t)nguests);
+	g_unlink(stream);
+}
+
 /* Dump, plain copy, ingest and measure one variant; returns stored bytes per event. */
 static double run_variant(const char *title, const char *name, const char *opt1,
 			  const char *opt2, const char *state)
@@ -538,11 +728,13 @@ int main(int argc, char **argv)
 		{ "events", 0, 0, G_OPTION_ARG_INT64, &nevents, "Events for the ingest run", "N" },
 		{ "top-events", 0, 0, G_OPTION_ARG_INT64, &top_events, "Events for the report run (0: skip)", "N" },
 		{ "wrap", 0, 0, G_OPTION_ARG_STRING, &wrap, "Run the ingest daemon under this command (a profiler)", "CMD" },
-		{ "only", 0, 0, G_OPTION_ARG_STRING, &only, "Only this variant: full, sid or none", "NAME" },
+		{ "only", 0, 0, G_OPTION_ARG_STRING, &only, "Only this variant: full, sid or none (or guests: none but the many-guests run)", "NAME" },
 		{ "baseline", 0, 0, G_OPTION_ARG_FILENAME, &base_path, "Another host-agent to compare with, in the same rounds", "PATH" },
 		{ "repeat", 0, 0, G_OPTION_ARG_INT64, &repeat, "Rounds per variant (medians printed)", "N" },
 		{ "paced-events", 0, 0, G_OPTION_ARG_INT64, &paced_events, "Events of the steady-rate run (0: skip)", "N" },
 		{ "rate-mb", 0, 0, G_OPTION_ARG_DOUBLE, &rate_mb, "MB/s of the steady-rate run (e2e under TCG: about 1)", "R" },
+		{ "guests", 0, 0, G_OPTION_ARG_INT64, &nguests, "Guests of the many-guests run (0: skip)", "N" },
+		{ "guest-events", 0, 0, G_OPTION_ARG_INT64, &guest_events, "Events per guest of that run", "N" },
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
@@ -576,6 +768,8 @@ int main(int argc, char **argv)
 
 	if (paced_events > 0)
 		run_paced(state);
+	if (nguests > 0 && guest_events > 0 && (!only || !strcmp(only, "guests")))
+		run_guests(state);
 	if (top_events > 0) {
 		g_autofree char *tsock = g_build_filename(dir, "sock-top", NULL);
 		g_autofree char *tev = g_strdup_printf("%" G_GINT64_FORMAT, top_events);
