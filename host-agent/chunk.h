@@ -44,38 +44,6 @@ size_t ha_chunk_packed_size(const HaChunkSpan *spans, size_t n);
 const void *ha_chunkz_compress(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *spans,
 			       size_t n, size_t *ret_len, GError **error);
 
-/*
- * Compression off the ingest thread. A job compresses one chunk, the pages @spans of
- * @base, on a small pool of worker threads shared by the process (as many as the host
- * has cores), while the thread that started it goes on decoding; ha_chunk_job_wait()
- * hands the result back, and compresses the chunk itself when no worker has taken it
- * yet (so waiting never idles a core). @base must stay unchanged and allocated until
- * the job was waited for; the spans are copied. The caller keeps the order: it waits
- * for its jobs oldest first and bounds how many it has started (ingest.c: a few per
- * connection), which bounds the memory: each job keeps its output buffer for reuse.
- */
-typedef struct _HaChunkJob HaChunkJob;
-
-HaChunkJob *ha_chunk_job_new(void);
-/* Free a job that is not running (never started, or waited for). */
-void ha_chunk_job_free(HaChunkJob *j);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaChunkJob, ha_chunk_job_free)
-
-void ha_chunk_job_start(HaChunkJob *j, int level, const uint8_t *base,
-			const HaChunkSpan *spans, size_t n);
-
-/* Drop a started job's result: it is cancelled if no worker took it, else waited for;
- * @base is then no longer read. */
-void ha_chunk_job_cancel(HaChunkJob *j);
-
-/*
- * The compressed chunk of a started job (owned by @j, valid until it is started again),
- * its length in @ret_len; NULL with @error on a zstd failure. @z compresses it here when
- * no worker has taken it.
- */
-const void *ha_chunk_job_wait(HaChunkJob *j, HaChunkZ *z, size_t *ret_len,
-			      GError **error);
-
 /* Append one page to @packed. */
 void ha_chunk_add_page(GByteArray *packed, const uint8_t *data, uint32_t len);
 

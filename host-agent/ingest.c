@@ -17,13 +17,6 @@
 #define FULLSTACK_CACHE_MAX (16u << 20)	/* bytes of ips cached per connection */
 #define LOG_FIRST_N	10u		/* malformed frames logged per connection ... */
 #define LOG_EVERY	1000u		/* ... then one in this many */
-/* A CPU's pages are cut into chunks of this many packed bytes, each compressed off
- * the ingest thread while it decodes the next ones (chunk.h); a batch's last chunk per
- * CPU is cut at its commit, and the CPUs' last chunks are compressed side by side.
- * Above HA_COMPACT_SMALL, so that no merge rewrites them; 2 MiB rather than 1: on
- * host-bench's pages 1 MiB chunks are 2.7 % larger (zstd restarts its window). */
-#define CHUNK_SEGMENT	(2 * HA_COMPACT_SMALL)
-#define CHUNK_JOBS_MAX	4u		/* chunks being compressed per connection */
 
 /*
  * The full-stack cache: a table of FullStackEnt, each keyed by the FullStackKey at its
@@ -90,9 +83,7 @@ typedef struct {
 #define HIST_SLOTS_MIN	256u
 
 typedef struct {
-	/* the chunk being filled: pages, their seqs and times, events counted */
 	GArray *spans;		/* HaChunkSpan: this CPU's pages in HaConn.pages */
-	size_t raw;		/* their packed size (chunk.h) */
 	uint64_t first_seq;
 	uint64_t last_seq;
 	uint64_t ts_min;
@@ -106,20 +97,6 @@ typedef struct {
 	uint32_t hist_cap;
 	GArray *hist_used;	/* uint32_t slot indexes */
 } CpuBatch;
-
-/* A chunk cut from a CPU's batch, its compression started (chunk.h), not stored yet. */
-typedef struct {
-	HaChunkJob *job;
-	uint32_t cpu;
-	uint32_t pages;
-	uint32_t events;
-	uint64_t first_seq;
-	uint64_t last_seq;
-	uint64_t ts_min;
-	uint64_t ts_max;
-	uint64_t traced;
-	size_t raw;
-} ChunkWork;
 
 struct _HaConn {
 	HaStore *store;
@@ -160,11 +137,6 @@ struct _HaConn {
 	uint8_t *pages;		/* the batch's pages of every CPU, in arrival order */
 	size_t pages_len, pages_cap;	/* cap <= batch_bytes + max_payload */
 	HaChunkZ *z;
-	/* Chunks being compressed (ChunkWork, oldest first, at most CHUNK_JOBS_MAX): each
-	 * is stored, in this order, into the open batch's transaction once done; and the
-	 * ones done, kept for reuse with their buffers. */
-	GQueue busy;
-	GQueue idle;
 	/* Compaction (compact.h) of the chunks this connection stored, id >= compact_from,
 	 * from a low-priority idle source while the connection waits for input. */
 	int64_t compact_from;	/* 0: none stored yet */
@@ -214,14 +186,6 @@ void ha_limits_default(HaLimits *l)
 	};
 }
 
-static void work_free(gpointer p)
-{
-	ChunkWork *w = p;
-
-	ha_chunk_job_free(w->job);
-	g_free(w);
-}
-
 static void batch_free(gpointer p)
 {
 	CpuBatch *b = p;
@@ -262,9 +226,6 @@ void ha_conn_free(HaConn *c)
 		g_source_unref(c->compact_src);
 	}
 	ha_store_rollback(c->store);
-	/* before the pages they read */
-	g_queue_clear_full(&c->busy, work_free);
-	g_queue_clear_full(&c->idle, work_free);
 	smp_decoder_free(c->dec);
 	ha_tep_free(c->tep);
 	ha_pair_free(c->pair);
@@ -427,21 +388,9 @@ static void malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...
 
 /* ---- batches ---------------------------------------------------------------- */
 
-/* The chunk being filled starts empty (its pages were cut, or committed). */
-static void segment_reset(CpuBatch *b)
-{
-	g_array_set_size(b->spans, 0);
-	b->raw = 0;
-	b->first_seq = b->last_seq = 0;
-	b->ts_min = UINT64_MAX;
-	b->ts_max = 0;
-	b->pages = b->events = 0;
-	b->traced = 0;
-}
-
 static void batch_reset(CpuBatch *b)
 {
-	segment_reset(b);
+	g_array_set_size(b->spans, 0);
 	if (b->hist_cap > HIST_SLOTS_MIN) {
 		/* a batch's peak of distinct stacks is not kept for the connection's life,
 		 * per CPU (memory bound): the next batch grows its table again */
@@ -454,6 +403,11 @@ static void batch_reset(CpuBatch *b)
 			b->hist[g_array_index(b->hist_used, uint32_t, i)].count = 0;
 		g_array_set_size(b->hist_used, 0);
 	}
+	b->first_seq = b->last_seq = 0;
+	b->ts_min = UINT64_MAX;
+	b->ts_max = 0;
+	b->pages = b->events = 0;
+	b->traced = 0;
 }
 
 static CpuBatch *batch_get(HaConn *c, uint32_t cpu)
@@ -490,13 +444,6 @@ static void batches_reset(HaConn *c)
 /* Forget the batches (a session ends). */
 static void batches_drop(HaConn *c)
 {
-	ChunkWork *w;
-
-	/* chunks of a batch that failed: never stored, and their pages no longer read */
-	while ((w = g_queue_pop_head(&c->busy))) {
-		ha_chunk_job_cancel(w->job);
-		g_queue_push_tail(&c->idle, w);
-	}
 	g_hash_table_remove_all(c->batches);
 	g_clear_pointer(&c->by_cpu, g_free);
 	c->pages_len = 0;
@@ -681,90 +628,18 @@ static void on_event(const HaEvent *ev, void *user)
 	ha_pair_feed(w->c->pair, w->cpu, ev, NULL);
 }
 
-/* The oldest chunk being compressed, once done, into the open transaction. */
-static bool chunk_reap(HaConn *c, GError **error)
+static bool write_batch(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 {
-	ChunkWork *w = g_queue_pop_head(&c->busy);
+	const HaChunkSpan *spans = (const HaChunkSpan *)(void *)b->spans->data;
 	sqlite3_stmt *st;
-	size_t zlen = 0;
+	size_t zlen;
 	const void *zdata;
 
-	g_queue_push_tail(&c->idle, w);
-	zdata = ha_chunk_job_wait(w->job, c->z, &zlen, error);
+	if (!b->pages && !b->hist_used->len)
+		return true;
+	zdata = ha_chunkz_compress(c->z, c->pages, spans, b->spans->len, &zlen, error);
 	if (!zdata)
 		return false;
-	st = STMT(c, "INSERT INTO chunks(boot, cpu, first_seq, last_seq, ts_min, ts_max,"
-		  " nr_pages, nr_events, nr_traced, raw_bytes, data)"
-		  " VALUES(?,?,?,?,?,?,?,?,?,?,?)", error);
-	sqlite3_bind_int64(st, 1, c->boot);
-	sqlite3_bind_int64(st, 2, w->cpu);
-	if (w->pages) {
-		sqlite3_bind_int64(st, 3, (int64_t)w->first_seq);
-		sqlite3_bind_int64(st, 4, (int64_t)w->last_seq);
-	}
-	if (w->ts_min != UINT64_MAX) {
-		sqlite3_bind_int64(st, 5, (int64_t)w->ts_min);
-		sqlite3_bind_int64(st, 6, (int64_t)w->ts_max);
-	}
-	sqlite3_bind_int64(st, 7, w->pages);
-	sqlite3_bind_int64(st, 8, w->events);
-	sqlite3_bind_int64(st, 9, (int64_t)w->traced);
-	sqlite3_bind_int64(st, 10, (int64_t)w->raw);
-	sqlite3_bind_blob(st, 11, zdata, (int)zlen, SQLITE_STATIC);
-	if (!step_done(c, st, error, "insert chunk"))
-		return false;
-	if (!c->compact_from)
-		c->compact_from = sqlite3_last_insert_rowid(ha_store_db(c->store));
-	if (w->raw < HA_COMPACT_SMALL)
-		c->compact_small = true;
-	return true;
-}
-
-/* Every chunk being compressed stored: the pages they read may then change. */
-static bool chunks_reap_all(HaConn *c, GError **error)
-{
-	while (c->busy.length)
-		if (!chunk_reap(c, error))
-			return false;
-	return true;
-}
-
-/* Cut @b's chunk being filled and start its compression (at most CHUNK_JOBS_MAX at
- * once: beyond, the oldest is waited for and stored first). */
-static bool chunk_cut(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
-{
-	ChunkWork *w;
-
-	if (c->busy.length >= CHUNK_JOBS_MAX && !chunk_reap(c, error))
-		return false;
-	w = g_queue_pop_head(&c->idle);
-	if (!w) {
-		w = g_new0(ChunkWork, 1);
-		w->job = ha_chunk_job_new();
-	}
-	w->cpu = cpu;
-	w->pages = b->pages;
-	w->events = b->events;
-	w->first_seq = b->first_seq;
-	w->last_seq = b->last_seq;
-	w->ts_min = b->ts_min;
-	w->ts_max = b->ts_max;
-	w->traced = b->traced;
-	w->raw = b->raw;
-	ha_chunk_job_start(w->job, c->lim.zstd_level, c->pages,
-			   (const HaChunkSpan *)(void *)b->spans->data, b->spans->len);
-	g_queue_push_tail(&c->busy, w);
-	segment_reset(b);
-	return true;
-}
-
-/* The batch's stack counts of one CPU. */
-static bool write_counts(HaConn *c, CpuBatch *b, GError **error)
-{
-	sqlite3_stmt *st;
-
-	if (!b->hist_used->len)
-		return true;
 	st = STMT(c, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
 		  " VALUES(?,?,?,?,?) ON CONFLICT(boot, key) DO UPDATE SET"
 		  " count = count + excluded.count,"
@@ -782,6 +657,30 @@ static bool write_counts(HaConn *c, CpuBatch *b, GError **error)
 		if (!step_done(c, st, error, "count stacks"))
 			return false;
 	}
+	st = STMT(c, "INSERT INTO chunks(boot, cpu, first_seq, last_seq, ts_min, ts_max,"
+		  " nr_pages, nr_events, nr_traced, raw_bytes, data)"
+		  " VALUES(?,?,?,?,?,?,?,?,?,?,?)", error);
+	sqlite3_bind_int64(st, 1, c->boot);
+	sqlite3_bind_int64(st, 2, cpu);
+	if (b->pages) {
+		sqlite3_bind_int64(st, 3, (int64_t)b->first_seq);
+		sqlite3_bind_int64(st, 4, (int64_t)b->last_seq);
+	}
+	if (b->ts_min != UINT64_MAX) {
+		sqlite3_bind_int64(st, 5, (int64_t)b->ts_min);
+		sqlite3_bind_int64(st, 6, (int64_t)b->ts_max);
+	}
+	sqlite3_bind_int64(st, 7, b->pages);
+	sqlite3_bind_int64(st, 8, b->events);
+	sqlite3_bind_int64(st, 9, (int64_t)b->traced);
+	sqlite3_bind_int64(st, 10, (int64_t)ha_chunk_packed_size(spans, b->spans->len));
+	sqlite3_bind_blob(st, 11, zdata, (int)zlen, SQLITE_STATIC);
+	if (!step_done(c, st, error, "insert chunk"))
+		return false;
+	if (!c->compact_from)
+		c->compact_from = sqlite3_last_insert_rowid(ha_store_db(c->store));
+	if (ha_chunk_packed_size(spans, b->spans->len) < HA_COMPACT_SMALL)
+		c->compact_small = true;
 	return true;
 }
 
@@ -920,20 +819,9 @@ bool ha_conn_flush(HaConn *c, GError **error)
 	if (!take_store_error(c, error))
 		return false;
 	c->failed = true;
-	/* every CPU's last chunk cut, all compressed (on the workers and here) and
-	 * stored in the order they were cut */
 	g_hash_table_iter_init(&it, c->batches);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		CpuBatch *b = v;
-
-		if ((b->pages || b->traced) && !chunk_cut(c, GPOINTER_TO_UINT(k), b, error))
-			return false;
-	}
-	if (!chunks_reap_all(c, error))
-		return false;
-	g_hash_table_iter_init(&it, c->batches);
-	while (g_hash_table_iter_next(&it, NULL, &v))
-		if (!write_counts(c, v, error))
+	while (g_hash_table_iter_next(&it, &k, &v))
+		if (!write_batch(c, GPOINTER_TO_UINT(k), v, error))
 			return false;
 	orphans = ha_pair_orphans(c->pair) - c->orphans_saved;
 	st = STMT(c, "UPDATE streams SET next_seq = ?, gap_frames = gap_frames + ?,"
@@ -1440,11 +1328,8 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 		w.b->first_seq = f->seq;
 	w.b->last_seq = f->seq;
 	w.b->pages++;
-	/* a batch is flushed at batch_bytes of payload: this grows to that and stays
-	 * (once the chunks being compressed from it are done) */
+	/* a batch is flushed at batch_bytes of payload: this grows to that and stays */
 	if (c->pages_len + m.data_len > c->pages_cap) {
-		if (!chunks_reap_all(c, error))
-			return false;
 		c->pages_cap = MAX(c->pages_len + m.data_len, MIN(2 * c->pages_cap,
 				   (size_t)c->lim.batch_bytes + c->lim.max_payload));
 		c->pages = g_realloc(c->pages, c->pages_cap);
@@ -1453,9 +1338,6 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 	g_array_append_val(w.b->spans, ((HaChunkSpan){ .off = (uint32_t)c->pages_len,
 						       .len = (uint32_t)m.data_len }));
 	c->pages_len += m.data_len;
-	w.b->raw += 4 + m.data_len;
-	if (w.b->raw >= CHUNK_SEGMENT)
-		return chunk_cut(c, m.cpu, w.b, error);
 	return true;
 }
 
@@ -1720,9 +1602,6 @@ static bool note_gap(HaConn *c, GError **error)
 	c->gap_note = false;
 	if (c->gaps_noted >= HA_GAPS_NOTED_MAX || !c->nr_cpus)
 		return true;
-	/* the chunks cut from the open batch are in the table below */
-	if (!chunks_reap_all(c, error))
-		return false;
 	c->gaps_noted++;
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
 		if (c->by_cpu[cpu] && c->by_cpu[cpu]->events)

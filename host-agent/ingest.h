@@ -9,21 +9,17 @@
  *
  * Memory per connection is bounded: the proto decoder's one buffer (header + max
  * payload, twice), a per-CPU batch of packed pages that is flushed at
- * HaLimits.batch_bytes, up to 4 chunks being compressed off the connection's thread
- * (chunk.h: a CPU's pages cut every 2 MiB, their output buffers kept), the pairing
- * state (HA_PAIR_DEPTH events per CPU), the full-stack cache (16 MiB) and the
- * session's event parser, which holds the boot's stored formats and whatever the guest
- * adds within tep.h's budget. Per boot, across sessions and connections, the stored
- * formats are what a parser accepted within that budget, so a later session's parser
- * is bounded the same way (host-agent/README.md).
+ * HaLimits.batch_bytes, the pairing state (HA_PAIR_DEPTH events per CPU), the
+ * full-stack cache (16 MiB) and the session's event parser, which holds the boot's
+ * stored formats and whatever the guest adds within tep.h's budget. Per boot, across
+ * sessions and connections, the stored formats are what a parser accepted within that
+ * budget, so a later session's parser is bounded the same way (host-agent/README.md).
  *
  * Durability: frames of a batch are applied in one SQLite transaction; the ACK for
- * them is queued only after ha_store_commit() returned (store.h). Compression runs on
- * a worker pool, but each chunk is stored by the connection's thread, in order, into
- * its batch's transaction, before that commits. A frame is applied whole or not at
- * all: each one is checked completely before it touches the store, and a store
- * failure anywhere (in a pairing callback too) fails the whole batch, which is then
- * neither committed nor acknowledged.
+ * them is queued only after ha_store_commit() returned (store.h). A frame is applied
+ * whole or not at all: each one is checked completely before it touches the store,
+ * and a store failure anywhere (in a pairing callback too) fails the whole batch,
+ * which is then neither committed nor acknowledged.
  *
  * Main loop: besides the source's read watch and commit timer, a connection adds a
  * low-priority idle source of its own (the thread-default context's) that merges the
