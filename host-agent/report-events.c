@@ -299,6 +299,59 @@ static bool perf_flush(GArray *evs, uint64_t limit, HaPair *pair, const HaReport
 	return true;
 }
 
+/* A chunk to decode: where it goes in the merge (its start) and in its CPU's ring. */
+typedef struct {
+	int64_t id, cpu, seq;
+	uint64_t ts_min;
+} ChunkPos;
+
+static int pos_ring_cmp(gconstpointer a, gconstpointer b)
+{
+	const ChunkPos *x = *(const ChunkPos *const *)a, *y = *(const ChunkPos *const *)b;
+
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq > y->seq ? -1 : 1;	/* newest first, as @pos is */
+	return x->id > y->id ? -1 : x->id < y->id;
+}
+
+/*
+ * @pos is newest start first. A CPU's chunks must still be decoded in the order its
+ * pages came (the pairing of an event with the stack event at the start of the next
+ * page crosses chunks), and a chunk's start is not that order: a page of an idle CPU
+ * can begin long before the pages sent ahead of it. Keep the slots each CPU has in
+ * the merge and put its chunks into them by their first sequence number.
+ */
+static void in_ring_order(GArray *pos)
+{
+	g_autoptr(GPtrArray) by_ring = g_ptr_array_sized_new(pos->len);
+	g_autofree ChunkPos *copy = g_memdup2(pos->data, (gsize)pos->len * sizeof(ChunkPos));
+	g_autoptr(GHashTable) next = g_hash_table_new(g_int64_hash, g_int64_equal);
+	g_autofree guint *start = g_new0(guint, pos->len + 1);
+
+	for (guint i = 0; i < pos->len; i++)
+		g_ptr_array_add(by_ring, &copy[i]);
+	g_ptr_array_sort(by_ring, pos_ring_cmp);
+	/* start of each CPU's run in by_ring, keyed by the CPU of the run's first entry */
+	for (guint i = 0; i < by_ring->len; i++) {
+		ChunkPos *c = g_ptr_array_index(by_ring, i);
+
+		if (!g_hash_table_contains(next, &c->cpu)) {
+			start[i] = i;
+			g_hash_table_insert(next, &c->cpu, &start[i]);
+		}
+	}
+	for (guint i = 0; i < pos->len; i++) {
+		ChunkPos *slot = &g_array_index(pos, ChunkPos, i);
+		guint *k = g_hash_table_lookup(next, &slot->cpu);
+		const ChunkPos *c = g_ptr_array_index(by_ring, *k);
+
+		*slot = *c;
+		(*k)++;
+	}
+}
+
 bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		  GError **error)
 {
@@ -310,6 +363,7 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	int64_t boot;
 	g_autoptr(HaTep) tep = NULL;
 	g_autoptr(HaSyms) syms = NULL;
+	g_autoptr(GArray) pos = g_array_new(FALSE, FALSE, sizeof(ChunkPos));
 	g_autoptr(GArray) chunks = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	g_autoptr(GArray) older = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	g_autoptr(GString) buf = g_string_new(NULL);
@@ -389,8 +443,8 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	/* Chunks without a time range hold pages the daemon could not parse when they
 	 * came (before the formats): decoded too, they may parse now, or are counted
 	 * as unparsable on stderr. */
-	st = ha_store_stmt(s, "SELECT id, ts_min FROM chunks WHERE boot = ? AND nr_pages > 0"
-			   " AND ((ts_max >= ? AND ts_min <= ?) OR ts_max IS NULL)"
+	st = ha_store_stmt(s, "SELECT id, ts_min, cpu, first_seq FROM chunks WHERE boot = ?"
+			   " AND nr_pages > 0 AND ((ts_max >= ? AND ts_min <= ?) OR ts_max IS NULL)"
 			   " ORDER BY ts_min DESC, id DESC", error);
 	if (!st)
 		return false;
@@ -398,17 +452,26 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	sqlite3_bind_int64(st, 2, since);
 	sqlite3_bind_int64(st, 3, o->until_ns >= 0 ? o->until_ns : INT64_MAX);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
+		ChunkPos c = { .id = sqlite3_column_int64(st, 0),
+			       .ts_min = (uint64_t)MAX(sqlite3_column_int64(st, 1), 0),
+			       .cpu = sqlite3_column_int64(st, 2),
+			       .seq = sqlite3_column_int64(st, 3) };
+
+		g_array_append_val(pos, c);
+	}
+	sqlite3_reset(st);
+	in_ring_order(pos);
+	for (guint i = 0; i < pos->len; i++) {
+		const ChunkPos *c = &g_array_index(pos, ChunkPos, i);
 
 		/* older[i]: the oldest start of chunks 0..i-1, those decoded after chunk
 		 * i (a chunk of unparsed pages, without a range, counts as 0). Decoded by
-		 * their start (each CPU's in ring order), so that it keeps moving: by
-		 * their end, a chunk of an idle CPU spanning the boot would hold it. */
-		g_array_append_val(chunks, id);
+		 * their start, so that it keeps moving (by their end, a chunk of an idle
+		 * CPU spanning the boot would hold it), but each CPU's in ring order. */
+		g_array_append_val(chunks, c->id);
 		g_array_append_val(older, run);
-		run = MIN(run, (uint64_t)MAX(sqlite3_column_int64(st, 1), 0));
+		run = MIN(run, c->ts_min);
 	}
-	sqlite3_reset(st);
 	ha_rp_progress_init(&pr, "decoding pages");
 	for (guint i = chunks->len; i-- > 0;) {
 		int64_t id = g_array_index(chunks, int64_t, i);
