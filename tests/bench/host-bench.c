@@ -318,6 +318,23 @@ static double pct(GArray *a, double q)
 	return a->len ? g_array_index(a, double, MIN((guint)(q * a->len), a->len - 1)) : 0;
 }
 
+/* The highest sequence number among the frames of a synth-guest --dump stream. */
+static uint64_t stream_last_seq(const uint8_t *data, size_t len)
+{
+	uint64_t last = 0;
+
+	for (size_t off = 0; off + SMP_HDR_SIZE <= len;) {
+		uint32_t plen;
+		uint64_t seq;
+
+		memcpy(&plen, data + off + 8, 4);
+		memcpy(&seq, data + off + 16, 8);
+		last = MAX(last, seq);
+		off += SMP_HDR_SIZE + plen;
+	}
+	return last;
+}
+
 /* The commit latency at a steady, guest-like rate (--rate-mb), and the stored size. */
 static void run_paced(const char *state)
 {
@@ -328,20 +345,12 @@ static void run_paced(const char *state)
 			  "--stacks", "1000", "--epochs", "1", "-q", NULL };
 	g_autofree char *data = NULL;
 	gsize len;
-	uint64_t last_seq = 0;
+	uint64_t last_seq;
 
 	run(gargv);
 	if (!g_file_get_contents(stream, &data, &len, NULL))
 		exit(1);
-	for (size_t off = 0; off + SMP_HDR_SIZE <= len;) {
-		uint32_t plen;
-		uint64_t seq;
-
-		memcpy(&plen, data + off + 8, 4);
-		memcpy(&seq, data + off + 16, 8);
-		last_seq = MAX(last_seq, seq);
-		off += SMP_HDR_SIZE + plen;
-	}
+	last_seq = stream_last_seq((const uint8_t *)data, len);
 	printf("\n steady guest: %" G_GINT64_FORMAT " events (%.1f MB of frames) at %.2f MB/s,"
 	       " frame by frame; commit to durable = a frame's write to the ACK covering it\n",
 	       paced_events, (double)len / 1e6, rate_mb);
@@ -505,7 +514,7 @@ static void run_guests(const char *state)
 	g_autoptr(GError) e = NULL;
 	GuestResult *res;
 	double first = 1e300, last = 0, cpu0, cpu1, worst = 0, slowest = 1e300;
-	uint64_t last_seq = 0;
+	uint64_t last_seq;
 	gsize len;
 	GPid pid;
 	int status;
@@ -513,15 +522,7 @@ static void run_guests(const char *state)
 	run(gargv);
 	if (!g_file_get_contents(stream, &data, &len, NULL))
 		exit(1);
-	for (size_t off = 0; off + SMP_HDR_SIZE <= len;) {
-		uint32_t plen;
-		uint64_t seq;
-
-		memcpy(&plen, data + off + 8, 4);
-		memcpy(&seq, data + off + 16, 8);
-		last_seq = MAX(last_seq, seq);
-		off += SMP_HDR_SIZE + plen;
-	}
+	last_seq = stream_last_seq((const uint8_t *)data, len);
 	g_mkdir_with_parents(vms, 0755);
 	res = mmap(NULL, sizeof(*res) * (size_t)nguests, PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
