@@ -14,6 +14,7 @@
 typedef struct {
 	int64_t boot;
 	uint64_t count;
+	guint ids;		/* stack ids and full stacks merged into this entry */
 	HaRpStack st;
 	char *key;
 } Entry;
@@ -36,6 +37,18 @@ static int entry_cmp(gconstpointer a, gconstpointer b)
 	return g_strcmp0(x->key, y->key);
 }
 
+/* "BOOT:ip,ip,...": one key for one stack of a boot, whatever epoch's stack id or
+ * full stack event carried it. */
+static char *frames_key(int64_t boot, const HaRpStack *st)
+{
+	GString *k = g_string_new(NULL);
+
+	g_string_printf(k, "%" PRId64 ":", boot);
+	for (guint i = 0; st->ips && i < st->ips->len; i++)
+		g_string_append_printf(k, "%" PRIx64 ",", g_array_index(st->ips, uint64_t, i));
+	return g_string_free(k, FALSE);
+}
+
 static void add_entry(GHashTable *by_key, int64_t boot, HaRpStack *st, uint64_t count,
 		      const HaSyms *syms, bool merge_symbolic)
 {
@@ -44,10 +57,8 @@ static void add_entry(GHashTable *by_key, int64_t boot, HaRpStack *st, uint64_t 
 
 	if (merge_symbolic)
 		key = ha_rp_folded(st, syms);
-	else if (st->kind == ST_MAP)
-		key = g_strdup_printf("%" PRId64 ":e%" PRId64 ":%" PRId64, boot, st->epoch, st->sid);
-	else if (st->kind == ST_FULL)
-		key = g_strdup_printf("%" PRId64 ":f%" PRId64, boot, st->sid);
+	else if (st->kind == ST_MAP || st->kind == ST_FULL)
+		key = frames_key(boot, st);
 	else if (st->kind == ST_NONE)
 		key = g_strdup_printf("%" PRId64 ":%s", boot, st->why ? "pending" : "none");
 	else if (st->kind == ST_LOST)
@@ -57,12 +68,14 @@ static void add_entry(GHashTable *by_key, int64_t boot, HaRpStack *st, uint64_t 
 	e = g_hash_table_lookup(by_key, key);
 	if (e) {
 		e->count += count;
+		e->ids++;
 		ha_rp_stack_clear(st);
 		return;
 	}
 	e = g_new0(Entry, 1);
 	e->boot = boot;
 	e->count = count;
+	e->ids = 1;
 	e->st = *st;
 	memset(st, 0, sizeof(*st));
 	e->key = g_steal_pointer(&key);
@@ -90,13 +103,36 @@ static int ent_cmp(gconstpointer a, gconstpointer b)
 }
 
 /*
- * Add the stack counts of @boot to @by_key, resolved in decreasing order of their
- * event count, only the first @resolve_limit (ids of different stacks never merge
- * within a boot, so that order is final); *ret_total and *ret_distinct count all.
+ * Whether two of @boot's stack keys can carry the same stack: the map hands out one
+ * id per stack within an epoch, but each reset starts a new epoch whose ids carry
+ * the old stacks again, and a stack the map had no room for is stored whole.
+ */
+static bool keys_may_merge(HaStore *s, int64_t boot)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT (SELECT COUNT(*) FROM epochs WHERE"
+					 " boot = ?1) > 1 OR EXISTS (SELECT 1 FROM fullstacks"
+					 " WHERE boot = ?1)", NULL);
+	bool ret = true;
+
+	if (!st)
+		return true;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		ret = sqlite3_column_int(st, 0) != 0;
+	sqlite3_reset(st);
+	return ret;
+}
+
+/*
+ * Add the stack counts of @boot to @by_key, one entry per stack (by its frames, so
+ * the ids of one stack in many epochs are one entry), resolved in decreasing order
+ * of their event count, only the first @resolve_limit when no two keys of the boot
+ * can be the same stack (then that order is final); *ret_total and *ret_distinct
+ * count all, *ret_merged is set when every key was resolved to merge them.
  */
 static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *syms,
 		    bool merge_symbolic, guint resolve_limit, uint64_t *ret_total,
-		    guint *ret_distinct, GError **error)
+		    guint *ret_distinct, bool *ret_merged, GError **error)
 {
 	g_autoptr(GArray) ents = g_array_new(FALSE, FALSE, sizeof(HaHistEnt));
 	sqlite3_stmt *st = ha_store_stmt(s, "SELECT key, count, ts_min, ts_max FROM"
@@ -129,6 +165,10 @@ static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *
 		}
 	}
 	*ret_distinct += ents->len;
+	if (merge_symbolic || keys_may_merge(s, boot)) {
+		resolve_limit = G_MAXUINT;
+		*ret_merged = true;
+	}
 	g_array_sort(ents, ent_cmp);
 	for (guint i = 0; i < ents->len && i < resolve_limit; i++) {
 		HaHistEnt *e = &g_array_index(ents, HaHistEnt, i);
@@ -180,6 +220,7 @@ static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 							 (GDestroyNotify)ha_syms_free);
 	uint64_t total = 0;
 	guint distinct = 0;
+	bool merged = false;
 	guint limit = as_folded ? G_MAXUINT : (o->limit ? o->limit : HA_RP_TOP_DEFAULT);
 	bool merge = as_folded || (ids && ids->len > 1);
 	bool ok = true;
@@ -194,8 +235,8 @@ static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 
 		g_hash_table_insert(syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
 		note_refused_formats(s, b);
-		ok = collect(s, b, by_key, syms, merge, merge ? G_MAXUINT : limit, &total,
-			     &distinct, error);
+		ok = collect(s, b, by_key, syms, merge, limit, &total, &distinct, &merged,
+			     error);
 	}
 	if (!ok) {
 		g_hash_table_destroy(syms_by_boot);
@@ -211,8 +252,8 @@ static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 			g_ptr_array_add(v, val);
 	}
 	g_ptr_array_sort(v, entry_cmp);
-	if (merge)
-		distinct = v->len;	/* after merging by symbolic stack */
+	if (merged)
+		distinct = v->len;	/* after merging (by frames, or by symbolic stack) */
 	if (o->json) {
 		g_autoptr(JsonBuilder) head = json_builder_new();
 
@@ -235,6 +276,7 @@ static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 			json_builder_begin_object(j);
 			ha_json_member_u64(j, "count", e->count);
 			ha_json_member_int(j, "boot", e->boot);
+			ha_json_member_int(j, "ids", e->ids);
 			ha_json_member_str(j, "folded", f);
 			json_builder_set_member_name(j, "stack");
 			ha_rp_json_stack(j, &e->st, syms);
@@ -246,11 +288,14 @@ static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 			g_string_append_printf(out, "%s %" PRIu64 "\n", f, e->count);
 		} else {
 			g_autofree char *l = ha_rp_stack_label(&e->st);
+			g_autofree char *more = e->ids > 1 && !merge ?
+				g_strdup_printf(" and %u more ids of this stack (other epochs,"
+						" full stacks)", e->ids - 1) : NULL;
 
-			g_string_append_printf(out, "\n#%-3u %10" PRIu64 " events %5.1f%%  %s\n",
+			g_string_append_printf(out, "\n#%-3u %10" PRIu64 " events %5.1f%%  %s%s\n",
 					       i + 1, e->count,
 					       total ? 100.0 * (double)e->count / (double)total : 0,
-					       l);
+					       l, more ? more : "");
 			ha_rp_print_frames(out, &e->st, syms, "             ");
 		}
 	}

@@ -65,6 +65,7 @@ typedef struct {
 	gboolean no_bye;
 	gint cut_stacks;
 	gboolean no_stacks;
+	gboolean same_stacks;
 	gboolean no_formats;
 	gint throttle_us;
 	gint window_mb;
@@ -461,11 +462,18 @@ static void emit_refused(Guest *g, int cpu, uint64_t ts, int pid, uint64_t call_
 	g_array_append_val(g->refused_ts, ts);
 }
 
+/* The epoch whose stacks the current epoch's ids carry: its own, or with
+ * --same-stacks epoch 0's in every epoch (a map reset, then the same workload). */
+static int frame_epoch(const Guest *g)
+{
+	return g->o.same_stacks ? 0 : g->epoch;
+}
+
 /* The stack event for stack k of the current epoch, and its ground truth. */
 static void emit_stack(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t preempt,
 		       int pid, int k, uint64_t ev_ts)
 {
-	int e = g->epoch;
+	int e = frame_epoch(g);
 
 	if (g->o.no_stacks) {
 		expect_add(g, g_strdup("[no stack]"), ev_ts);
@@ -487,14 +495,14 @@ static void emit_stack(Guest *g, int cpu, uint64_t ts, uint8_t flags, uint8_t pr
 		ring_add(g, cpu, ts, buf, 16 + 8 * d);
 	} else {
 		uint8_t d[12];
-		uint32_t id = smp_id_make((uint64_t)e, stack_slot(k, g->o.map_bits));
+		uint32_t id = smp_id_make((uint64_t)g->epoch, stack_slot(k, g->o.map_bits));
 		char key[32];
 
 		put_common(d, GF_ID_STACK_ID, flags, preempt, pid);
 		memcpy(d + 8, &id, 4);
 		ring_add(g, cpu, ts, d, sizeof(d));
 		g->ids_epoch++;
-		g_snprintf(key, sizeof(key), "%d:%d", e, k);
+		g_snprintf(key, sizeof(key), "%d:%d", g->epoch, k);
 		if (!g_hash_table_contains(g->published, key)) {
 			uint64_t ips[64];
 			unsigned int depth = stack_depth(e, k);
@@ -536,11 +544,11 @@ static void gen_event(Guest *g)
 		g->clock += 300000000;	/* an idle gap: a TIME_EXTEND in the page */
 	ts = g->clock;
 	if (g->o.print_text && i % 100 == 0)
-		emit_print(g, cpu, ts, pid, stack_ip(g->epoch, k, 0));
+		emit_print(g, cpu, ts, pid, stack_ip(frame_epoch(g), k, 0));
 	if (g->o.refused_every && (i + 1) % (uint64_t)g->o.refused_every == 0)
-		emit_refused(g, cpu, ts, pid, stack_ip(g->epoch, k, 0));
+		emit_refused(g, cpu, ts, pid, stack_ip(frame_epoch(g), k, 0));
 	else
-		emit_kmalloc(g, cpu, ts, 0, 0, pid, stack_ip(g->epoch, k, 0));
+		emit_kmalloc(g, cpu, ts, 0, 0, pid, stack_ip(frame_epoch(g), k, 0));
 	if (g->o.cut_stacks && i + (uint64_t)g->o.cut_stacks >= (uint64_t)g->o.events) {
 		/* A crash between these events' commits and their stack events: the
 		 * host keeps them waiting for a stack that never comes. */
@@ -553,12 +561,12 @@ static void gen_event(Guest *g)
 		 * its own event and stack come first (pair.h). */
 		int k2 = pick_stack(g);
 
-		emit_kmalloc(g, cpu, ts + 10, FLAG_HARDIRQ, 1, pid, stack_ip(g->epoch, k2, 0));
+		emit_kmalloc(g, cpu, ts + 10, FLAG_HARDIRQ, 1, pid, stack_ip(frame_epoch(g), k2, 0));
 		emit_stack(g, cpu, ts + 20, FLAG_HARDIRQ, 1, pid, k2, ts + 10);
 		g->gen_events++;
 	} else if (i % 193 == 7) {
 		/* ... or an interrupt's event traced without a stack. */
-		emit_kmalloc(g, cpu, ts + 10, FLAG_HARDIRQ, 1, pid, stack_ip(g->epoch, k, 0));
+		emit_kmalloc(g, cpu, ts + 10, FLAG_HARDIRQ, 1, pid, stack_ip(frame_epoch(g), k, 0));
 		expect_add(g, g_strdup("[no stack]"), ts + 10);
 		g->gen_events++;
 	}
@@ -1373,6 +1381,7 @@ int main(int argc, char **argv)
 		  " right after their commits)", "N" },
 		{ "no-deep", 0, 0, G_OPTION_ARG_NONE, &no_deep,
 		  "No stack deeper than the map keeps (no full kernel_stack events)", NULL },
+		{ "same-stacks", 0, 0, G_OPTION_ARG_NONE, &o->same_stacks, "Every epoch's ids carry epoch 0's stacks", NULL },
 		{ "no-stacks", 0, 0, G_OPTION_ARG_NONE, &o->no_stacks,
 		  "Trace without stacktrace (for the benchmark's marginal cost)", NULL },
 		{ "no-formats", 0, 0, G_OPTION_ARG_NONE, &o->no_formats,

@@ -20,6 +20,39 @@ report stack $(( (9 << 20) | 13 )) --domain-name vm1 | grep -q "unresolved" ||
 	fail "id of an unknown epoch not reported unresolved"
 ok "per-epoch resolution"
 
+# The same stacks in every epoch (a reset, then the same workload): `report top` shows
+# each stack once, its count summed over the epochs' ids, exactly the guest's.
+start_daemon --listen "$T/sock3" --domain-name same
+"$SYNTH_GUEST" --connect "$T/sock3" --events 20000 --epochs 4 --stacks 60 --seed 5 \
+	--same-stacks --expect "$T/expect3" -q >/dev/null || fail "synth-guest (same stacks)"
+wait_for grep -q "^.*same: boot .*: BYE" "$T/daemon.log" || fail "no BYE from same"
+stop_daemon
+compare_folded same "$T/expect3"
+report top -n 100000 --json --domain-name same >"$T/top3.json" || fail "report top"
+python3 - "$T/top3.json" "$T/expect3" <<'PY3' || fail "top does not merge the epochs' ids"
+import collections, json, sys
+top = json.load(open(sys.argv[1]))
+frames = collections.Counter()
+by_folded = collections.Counter()
+merged = 0
+for e in top['stacks']:
+    if e['stack']['kind'] in ('stack_id', 'full'):
+        frames[tuple(f['ip'] for f in e['stack']['frames'])] += 1
+    by_folded[e['folded']] += e['count']
+    merged += e['ids'] > 1
+want = collections.Counter()
+for l in open(sys.argv[2]):
+    f, n = l.rstrip('\n').rsplit(' ', 1)
+    want[f] += int(n)
+dup = [k for k, n in frames.items() if n > 1]
+assert not dup, '%d stacks shown more than once' % len(dup)
+assert by_folded == want, 'counts differ from the guest: %s' % (
+    sorted(set(by_folded.items()) ^ set(want.items()))[:5])
+assert merged > 0, 'no entry merged ids of several epochs'
+print('%d stacks, %d of them carried by ids of several epochs' % (len(frames), merged))
+PY3
+ok "report top: one entry per stack across 4 epochs, counts exact"
+
 # 2100 epochs: the 11-bit tag wraps, so epochs 0 and 2048 (1 and 2049, ...) hand out
 # the same ids for different stacks; each event still resolves by its timestamp.
 start_daemon --listen "$T/sock2" --domain-name wrap
