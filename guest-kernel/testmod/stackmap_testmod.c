@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stackmap_testmod: allocations from a loadable module, for the stackmap's
+ * end-to-end tests.
+ *
+ * Writing N to /sys/kernel/debug/stackmap_testmod makes N kmalloc() calls,
+ * each from stackmap_testmod_inner() through stackmap_testmod_outer(), and
+ * frees them again. Reading the file gives the number of allocations made
+ * since the module was loaded. With kmem:kmalloc traced with stacks, every one
+ * of those events must carry a stack whose module frames resolve to this
+ * module's symbols, also after the module is unloaded.
+ */
+#include <linux/module.h>
+#include <linux/debugfs.h>
+#include <linux/slab.h>
+#include <linux/atomic.h>
+#include <linux/uaccess.h>
+
+#define TESTMOD_MAX_ROUND	1000
+
+static struct dentry *testmod_file;
+static atomic_long_t testmod_allocations = ATOMIC_LONG_INIT(0);
+
+static noinline void *stackmap_testmod_inner(size_t size)
+{
+	return kmalloc(size, GFP_KERNEL);
+}
+
+static noinline int stackmap_testmod_outer(unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		void *p = stackmap_testmod_inner(64);
+
+		if (!p)
+			return -ENOMEM;
+		atomic_long_inc(&testmod_allocations);
+		kfree(p);
+	}
+	return 0;
+}
+
+static ssize_t testmod_write(struct file *file, const char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint_from_user(ubuf, count, 0, &n);
+	if (ret)
+		return ret;
+	if (n > TESTMOD_MAX_ROUND)
+		return -EINVAL;
+	ret = stackmap_testmod_outer(n);
+	return ret ? ret : count;
+}
+
+static ssize_t testmod_read(struct file *file, char __user *ubuf,
+			    size_t count, loff_t *ppos)
+{
+	char buf[24];
+	int len;
+
+	len = scnprintf(buf, sizeof(buf), "%ld\n",
+			atomic_long_read(&testmod_allocations));
+	return simple_read_from_buffer(ubuf, count, ppos, buf, len);
+}
+
+static const struct file_operations testmod_fops = {
+	.owner	= THIS_MODULE,
+	.read	= testmod_read,
+	.write	= testmod_write,
+	.llseek	= default_llseek,
+};
+
+static int __init stackmap_testmod_init(void)
+{
+	testmod_file = debugfs_create_file("stackmap_testmod", 0600, NULL, NULL,
+					   &testmod_fops);
+	return 0;
+}
+
+static void __exit stackmap_testmod_exit(void)
+{
+	debugfs_remove(testmod_file);
+}
+
+module_init(stackmap_testmod_init);
+module_exit(stackmap_testmod_exit);
+MODULE_DESCRIPTION("Allocations from a module, for the ftrace stackmap's tests");
+MODULE_LICENSE("GPL");
