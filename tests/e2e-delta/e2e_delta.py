@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
 """End-to-end tests of the epoch-tagged stack ids and stack_map_delta (issue 4).
 
-Usage: e2e_delta.py TEST [--workdir DIR] [--duration SEC] [--rounds N]
+Usage: e2e_delta.py TEST --smdelta FILE [--workdir DIR] [--duration SEC] [--rounds N]
 
-Like tests/e2e/e2e.py (whose helpers this reuses), every test builds what it
-needs through guest-kernel/build-kernel and build-initramfs and boots the
-guest with guest-kernel/launch. The in-guest helper smdelta (smdelta.c here,
-linked statically with proto/delta.c) is appended to the initramfs as a
-second cpio archive (/usr/bin/smdelta): the kernel unpacks concatenated
-archives in order, so build-initramfs needs no change.
+Like tests/e2e/e2e.py, through the shared harness (tests/lib/stackmap_e2e.py), every
+test builds what it needs through guest-kernel/build-kernel and build-initramfs and
+boots the guest with guest-kernel/launch. The in-guest helper smdelta (smdelta.c here,
+linked statically with proto/delta.c by meson: FILE) is installed in the initramfs at
+/usr/bin/smdelta (build-initramfs --add).
 
 Tests:
   selftests  the seed's three stackmap .tc selftests and the new
@@ -24,95 +23,34 @@ Tests:
 """
 
 import argparse
-import gzip
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e'))
+import stackmap_e2e as sm
+from stackmap_e2e import check, log, build_kernel, marker_fields as marker
 
-import e2e  # noqa: E402  (tests/e2e/e2e.py, not modified)
-from e2e import TestFailure, check, log, build_kernel, build_initramfs, Run  # noqa: E402
-
-GK = os.path.join(ROOT, 'guest-kernel')
-PROTO = os.path.join(ROOT, 'proto')
-SELFTESTS = e2e.SEED_TESTS + ['test.d/ftrace/stackmap-epoch.tc',
-                              'test.d/ftrace/stackmap-delta.tc']
+SELFTESTS = sm.SEED_TESTS + ['test.d/ftrace/stackmap-epoch.tc',
+                             'test.d/ftrace/stackmap-delta.tc']
 
 
-def build_smdelta(workdir):
-    out = os.path.join(workdir, 'smdelta')
-    cmd = ['gcc', '-static', '-O2', '-Wall', '-Wextra', '-I', PROTO, '-o', out,
-           os.path.join(HERE, 'smdelta.c'), os.path.join(PROTO, 'delta.c')]
-    log('$ ' + ' '.join(cmd))
-    rc = subprocess.run(cmd, check=False).returncode
-    check(rc == 0, 'building smdelta failed')
-    return out
-
-
-def initramfs_with_smdelta(kout, workdir):
-    """build-initramfs's archive followed by a cpio holding /usr/bin/smdelta."""
-    base = build_initramfs(kout, workdir)
-    tool = build_smdelta(workdir)
-    out = os.path.join(workdir, 'initrd-delta-%s.cpio.gz' % os.path.basename(kout))
-    with tempfile.TemporaryDirectory() as root:
-        os.makedirs(os.path.join(root, 'usr', 'bin'))
-        shutil.copy(tool, os.path.join(root, 'usr', 'bin', 'smdelta'))
-        os.chmod(os.path.join(root, 'usr', 'bin', 'smdelta'), 0o755)
-        cpio = subprocess.run(
-            'find usr | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet',
-            shell=True, cwd=root, stdout=subprocess.PIPE, check=False)
-        check(cpio.returncode == 0, 'cpio of smdelta failed')
-    with open(out, 'wb') as f:
-        with open(base, 'rb') as b:
-            shutil.copyfileobj(b, f)
-        f.write(gzip.compress(cpio.stdout, 1))
-    return out
-
-
-def boot(kout, workdir, scenario, append=(), timeout=1800, tag=None):
-    initrd = initramfs_with_smdelta(kout, workdir)
-    console = os.path.join(workdir, 'console-%s.log' % (tag or scenario))
-    cmd = [os.path.join(GK, 'launch'), '--kernel', os.path.join(kout, 'bzImage'),
-           '--initrd', initrd, '--scenario', scenario, '--console', console,
-           '--timeout', str(timeout), '--smp', '2']
-    for a in append:
-        cmd += ['--append', a]
-    log('$ ' + ' '.join(cmd))
-    run = Run(console, subprocess.run(cmd, check=False).returncode)
-    for m in run.markers():
-        if not m.startswith('FILE-'):
-            log('  guest: ' + m)
-    check(run.rc == 0, 'QEMU exited with %d (console: %s)' % (run.rc, console))
-    check(run.has('END %s rc=0' % scenario),
-          'scenario %s did not end with rc=0 (console: %s)' % (scenario, console))
-    check(not run.has('KERNEL-WARNINGS'),
-          'the guest kernel logged warnings (console: %s)' % console)
-    return run
-
-
-def marker(run, name):
-    """The key=value fields of the last "NAME k=v ..." marker."""
-    for m in reversed(run.markers()):
-        if m.startswith(name + ' '):
-            return dict(kv.split('=', 1) for kv in m.split()[1:] if '=' in kv)
-    raise TestFailure('the guest did not report %s' % name)
+def boot(kout, workdir, smdelta, scenario, append=(), timeout=1800, tag=None):
+    """A boot of SCENARIO with smdelta (built by meson) at /usr/bin/smdelta."""
+    initrd = sm.build_initramfs(
+        kout, os.path.join(workdir, 'initrd-delta-%s.cpio.gz' % os.path.basename(kout)),
+        [(smdelta, '/usr/bin/smdelta')])
+    return sm.boot(kout, initrd, workdir, scenario, append, timeout, 2, tag, port=False)
 
 
 # --- tests -------------------------------------------------------------------
 
 def t_selftests(workdir, args):
     kout = build_kernel()
-    run = boot(kout, workdir, 'ftracetest',
+    run = boot(kout, workdir, args.smdelta, 'ftracetest',
                append=['stackmap.tests=' + ','.join(SELFTESTS)], tag='delta-selftests')
     check(run.has('FTRACETEST-DONE'), 'ftracetest did not finish')
-    res = e2e.ftracetest_results(run)
-    log('ftracetest: ' + e2e.summary(res))
+    res = sm.ftracetest_results(run)
+    log('ftracetest: ' + sm.summary(res))
     for desc, r in sorted(res.items()):
         log('  %-11s %s' % (r, desc))
     check(len(res) == len(SELFTESTS),
@@ -124,7 +62,7 @@ def t_selftests(workdir, args):
 def t_stress(workdir, args):
     kout = build_kernel()
     dur = args.duration or 120
-    run = boot(kout, workdir, 'delta-stress', append=['stackmap.duration=%d' % dur],
+    run = boot(kout, workdir, args.smdelta, 'delta-stress', append=['stackmap.duration=%d' % dur],
                timeout=dur * 6 + 900)
     check(run.has('STRESS-OK'), 'the stress scenario did not report STRESS-OK')
     res = marker(run, 'STRESS-RESETS')
@@ -155,7 +93,7 @@ def t_bench(workdir, args):
     kout = args.kout or build_kernel()
     dur = args.duration or 10
     rounds = args.rounds or 3
-    run = boot(kout, workdir, 'delta-bench',
+    run = boot(kout, workdir, args.smdelta, 'delta-bench',
                append=['stackmap.duration=%d' % dur, 'stackmap.rounds=%d' % rounds],
                timeout=(dur + 15) * rounds * 2 + 600)
     check(run.has('BENCH-DONE'), 'the bench scenario did not finish')
@@ -188,15 +126,11 @@ def main():
     ap.add_argument('--duration', type=int, default=0)
     ap.add_argument('--rounds', type=int, default=0)
     ap.add_argument('--kout', help='bench: a build-kernel output directory to boot')
+    ap.add_argument('--smdelta', required=True,
+                    help='the static in-guest helper (meson builds tests/e2e-delta/smdelta)')
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    try:
-        TESTS[args.test](os.path.abspath(args.workdir), args)
-    except TestFailure as e:
-        log('FAIL: %s' % e)
-        return 1
-    log('PASS: %s' % args.test)
-    return 0
+    return sm.main(args.test, TESTS[args.test], os.path.abspath(args.workdir), args)
 
 
 if __name__ == '__main__':

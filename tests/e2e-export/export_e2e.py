@@ -24,25 +24,18 @@ import argparse
 import json
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 import time
 
-sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'e2e-stream'))
-import e2s  # noqa: E402  (the guest scenarios, build and launch of tests/e2e-stream)
+import stackmap_e2e as sm   # the e2e harness: tests/e2e-stream's scenario, build and launch
+from stackmap_e2e import check, log
 
-check, log = e2s.check, e2s.log
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def db_one(run, sql):
-    c = sqlite3.connect(run.db())
-    try:
-        return c.execute(sql).fetchone()
-    finally:
-        c.close()
+    return run.query(sql)[0]
 
 
 def export_and_compare(args, run, name, want_full, want_epochs):
@@ -53,7 +46,7 @@ def export_and_compare(args, run, name, want_full, want_epochs):
           % (len(boots), boots[0]['events'] if boots else 0, run.console))
     t0 = time.monotonic()
     r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', dat,
-                        '--state-dir', run.state, '--domain-name', e2s.DOMAIN],
+                        '--state-dir', run.state, '--domain-name', sm.DOMAIN],
                        capture_output=True, text=True)
     secs = time.monotonic() - t0
     check(r.returncode == 0, 'export failed: %s' % r.stderr)
@@ -69,7 +62,7 @@ def export_and_compare(args, run, name, want_full, want_epochs):
                                ' COALESCE(SUM(missed_uncounted), 0) FROM streams')
     cmd = [sys.executable, os.path.join(HERE, 'tracecmp.py'), '--trace-cmd', args.trace_cmd,
            '--host-agent', args.host_agent, '--state-dir', run.state,
-           '--domain-name', e2s.DOMAIN, '--dat', dat]
+           '--domain-name', sm.DOMAIN, '--dat', dat]
     if missed or uncounted:
         cmd.append('--expect-dropped')
     c = subprocess.run(cmd, capture_output=True, text=True)
@@ -110,12 +103,8 @@ def host_time(args, run, dat_raw):
     uncertainties (and a generous drift allowance), report events gives every event a
     host time, and Debian's trace-cmd reads the TIME_SHIFT export without a warning and
     shifts the events by the map's offset. Prints the measured uncertainty."""
-    c = sqlite3.connect(run.db())
-    try:
-        rows = c.execute('SELECT guest_ts, mono_lo, mono_hi FROM clock_samples'
-                         ' ORDER BY guest_ts').fetchall()
-    finally:
-        c.close()
+    rows = run.query('SELECT guest_ts, mono_lo, mono_hi FROM clock_samples'
+                     ' ORDER BY guest_ts')
     check(len(rows) >= 3, 'only %d clock samples in a %s boot' % (len(rows), 'streaming'))
     half = sorted((hi - lo) / 2 for _, lo, hi in rows)
     off = [(g, g - (lo + hi) // 2, (hi - lo) / 2) for g, lo, hi in rows]
@@ -140,7 +129,7 @@ def host_time(args, run, dat_raw):
         % (len(evs), unc[len(unc) // 2] / 1e3, unc[-1] / 1e3))
     dat = os.path.join(run.dir, 'hosttime.dat')
     r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', dat, '--host-time', 'mono',
-                        '--state-dir', run.state, '--domain-name', e2s.DOMAIN],
+                        '--state-dir', run.state, '--domain-name', sm.DOMAIN],
                        capture_output=True, text=True)
     check(r.returncode == 0 and 'TIME_SHIFT to host mono' in r.stderr,
           'export --host-time: %s' % r.stderr)
@@ -166,6 +155,35 @@ def host_time(args, run, dat_raw):
     log('host time: trace-cmd shifts the export by %.6f s' % (shift / 1e9))
 
 
+def t_host_time(args):
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'export-hosttime', 'steady', seconds=10)
+    raw = os.path.join(run.dir, 'raw.dat')
+    r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', raw,
+                        '--state-dir', run.state, '--domain-name', sm.DOMAIN],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, 'export failed: %s' % r.stderr)
+    host_time(args, run, raw)
+    run.cleanup()
+
+
+def t_export(args):
+    kout, initrd = sm.build_stream(args)
+    # tracing set up once booted (stream.sh e2s_trace=late): boot-time stacks of
+    # every slab allocation can starve the ACPI interpreter on a loaded TCG host
+    run = sm.stream_boot(args, kout, initrd, 'export-resets', 'resets', seconds=10,
+                         trace=[], extra=['stackmap.e2s_trace=late',
+                                          'stackmap.e2s_resets=12'])
+    export_and_compare(args, run, 'resets', want_full=False, want_epochs=13)
+    run.cleanup()
+    # as e2s.py's own full scenario: traced from boot (with tracing set up late
+    # a 20 s run filled 356 of the 1024-slot map's ids, no full stack)
+    run = sm.stream_boot(args, kout, initrd, 'export-full', 'full', seconds=15,
+                         extra=['ftrace_stackmap.bits=10'])
+    export_and_compare(args, run, 'full', want_full=True, want_epochs=1)
+    run.cleanup()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -182,41 +200,8 @@ def main():
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir)
     if args.host_time_only:
-        try:
-            kout, initrd = e2s.build(args)
-            run = e2s.boot_plain(args, kout, initrd, 'export-hosttime', 'steady', seconds=10)
-            raw = os.path.join(run.dir, 'raw.dat')
-            r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', raw,
-                                '--state-dir', run.state, '--domain-name', e2s.DOMAIN],
-                               capture_output=True, text=True)
-            check(r.returncode == 0, 'export failed: %s' % r.stderr)
-            host_time(args, run, raw)
-            run.cleanup()
-        except e2s.Fail as e:
-            log('FAIL: %s' % e)
-            return 1
-        log('PASS: host time')
-        return 0
-    try:
-        kout, initrd = e2s.build(args)
-        # tracing set up once booted (stream.sh e2s_trace=late): boot-time stacks of
-        # every slab allocation can starve the ACPI interpreter on a loaded TCG host
-        run = e2s.boot_plain(args, kout, initrd, 'export-resets', 'resets', seconds=10,
-                             trace=[], extra=['stackmap.e2s_trace=late',
-                                              'stackmap.e2s_resets=12'])
-        export_and_compare(args, run, 'resets', want_full=False, want_epochs=13)
-        run.cleanup()
-        # as e2s.py's own full scenario: traced from boot (with tracing set up late
-        # a 20 s run filled 356 of the 1024-slot map's ids, no full stack)
-        run = e2s.boot_plain(args, kout, initrd, 'export-full', 'full', seconds=15,
-                             extra=['ftrace_stackmap.bits=10'])
-        export_and_compare(args, run, 'full', want_full=True, want_epochs=1)
-        run.cleanup()
-    except e2s.Fail as e:
-        log('FAIL: %s' % e)
-        return 1
-    log('PASS: export')
-    return 0
+        return sm.main('host time', t_host_time, args)
+    return sm.main('export', t_export, args)
 
 
 if __name__ == '__main__':

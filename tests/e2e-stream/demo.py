@@ -23,24 +23,19 @@ import shutil
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+import stackmap_e2e as sm
+from stackmap_e2e import check, log
+
 DOMAIN = 'demo'
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--host-agent', required=True)
-    ap.add_argument('--guestd', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('--seconds', type=int, default=8)
-    a = ap.parse_args()
+def t_demo(a):
     state = os.path.join(a.workdir, 'demo-state')
     shutil.rmtree(state, ignore_errors=True)
     os.makedirs(state)
-    cmd = [os.path.join(ROOT, 'guest-kernel', 'run-demo'), '--seconds', str(a.seconds),
+    cmd = [os.path.join(sm.GK, 'run-demo'), '--seconds', str(a.seconds),
            '--state-dir', state, '--host-agent', a.host_agent, '--guestd', a.guestd]
-    print('$ ' + ' '.join(cmd), flush=True)
+    log('$ ' + ' '.join(cmd))
     rc = subprocess.run(cmd, check=False).returncode
     fails = []
     if rc != 0:
@@ -61,11 +56,11 @@ def main():
         fails.append('report boots: %d boots, want 1 (rc %d)' % (len(boots), out.returncode))
     else:
         b = boots[0]
-        print('boot: %s' % json.dumps(b), flush=True)
-        print('guest map successes before the crash: %d; host: map successes %d, stack_id'
-              ' events stored %d, events %d, LOST %d' % (
-                  guest_successes, b['map_successes'], b['stack_id_events'], b['events'],
-                  b['lost_events']), flush=True)
+        log('boot: %s' % json.dumps(b))
+        log('guest map successes before the crash: %d; host: map successes %d, stack_id'
+            ' events stored %d, events %d, LOST %d' % (
+                guest_successes, b['map_successes'], b['stack_id_events'], b['events'],
+                b['lost_events']))
         if b['ended'] != 'crashed':
             fails.append('the boot ended %r, not crashed' % b['ended'])
         for k in ('lost_frames', 'lost_events', 'unread_events', 'unseen_stack_ids',
@@ -77,11 +72,19 @@ def main():
         if guest_successes <= 0 or b['stack_id_events'] < guest_successes:
             fails.append('%d stack_id events stored, the guest handed out %d stack ids'
                          ' before its crash' % (b['stack_id_events'], guest_successes))
-    for f in fails:
-        print('FAIL: ' + f, flush=True)
-    if not fails:
-        print('PASS: the demo store holds every event from boot', flush=True)
-    return 1 if fails else 0
+    for f in fails[1:]:
+        log('also: ' + f)
+    check(not fails, fails[0] if fails else '')
+    log('the demo store holds every event from boot')
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--host-agent', required=True)
+    ap.add_argument('--guestd', required=True)
+    ap.add_argument('--workdir', required=True)
+    ap.add_argument('--seconds', type=int, default=8)
+    return sm.main('demo', t_demo, ap.parse_args())
 
 
 if __name__ == '__main__':

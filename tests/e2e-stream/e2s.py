@@ -87,37 +87,21 @@ All of it under TCG, for the few seeds run.
 """
 
 import argparse
-import base64
 import bisect
 import io
 import json
 import os
 import random
 import re
-import shutil
 import signal
-import sqlite3
-import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'e2e'))
-import e2e  # noqa: E402  (tests/e2e/e2e.py: the stack_map parser, System.map)
+import stackmap_e2e as sm
+from stackmap_e2e import check, log
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-GK = os.path.join(ROOT, 'guest-kernel')
-MARK = 'STACKMAP-E2E: '
-DOMAIN = 'e2s'
-# 32 MiB per CPU: tracing runs from boot and nothing resets the buffer (launch sets the
-# trace clock), so everything the boot recorded before stackmap-guestd starts (about
-# 230,000 ring-buffer events, most on one CPU, measured under TCG) must fit.
-BOOT_TRACE = ['trace_event=kmem:kmalloc,kmem:kmem_cache_alloc,stackmap_test:chain',
-              'trace_options=stackmap,stacktrace', 'trace_buf_size=32M']
+BOOT_TRACE = sm.BOOT_TRACE
 BOOT_TRACE_SMALL = BOOT_TRACE[:2] + ['trace_buf_size=512K']
 BLOCK_EVENTS = ['block:block_bio_queue', 'block:block_rq_issue']
 BOOT_TRACE_BLOCK = [BOOT_TRACE[0] + ',' + ','.join(BLOCK_EVENTS)] + BOOT_TRACE[1:]
@@ -127,204 +111,10 @@ BOOT_TRACE_BLOCK = [BOOT_TRACE[0] + ',' + ','.join(BLOCK_EVENTS)] + BOOT_TRACE[1
 FULL_EVENTS = ['kmem:kfree', 'kmem:kmem_cache_free']
 BOOT_TRACE_FULL = [BOOT_TRACE[0] + ',' + ','.join(FULL_EVENTS)] + BOOT_TRACE[1:]
 
-
-class Fail(Exception):
-    pass
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-LAST_RUN = None   # the newest Run: its logs are printed when the scenario fails
-
-
-def print_tails(run, lines=60):
-    """The ends of a failed boot's console and host-agent log, into the test log (a
-    rerun of the scenario starts with an empty directory)."""
-    for name in ('console.log', 'host-agent.log'):
-        path = os.path.join(run.dir, name)
-        try:
-            with open(path, 'rb') as f:
-                text = f.read().decode('utf-8', 'replace').replace('\r', '')
-        except OSError as e:
-            log('(%s: %s)' % (name, e))
-            continue
-        tail = text.rstrip('\n').split('\n')[-lines:]
-        log('--- last %d lines of %s (%s)' % (len(tail), name, path))
-        for l in tail:
-            log('| ' + l)
-
-
-class Interrupted(Exception):
-    pass
-
-
-def on_sigterm(signum, frame):
-    # meson's timeout: fail like any scenario (guest killed, logs printed)
-    raise Interrupted('killed by signal %d' % signum)
-
-
-class Run:
-    """One guest boot with host-agent storing its stream."""
-
-    def __init__(self, args, name, append, qemu_timeout=700, disk=False):
-        global LAST_RUN
-        LAST_RUN = self
-        self.args, self.name = args, name
-        self.disk = disk
-        self.dir = os.path.join(args.workdir, name)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        os.makedirs(self.dir)
-        self.state = os.path.join(self.dir, 'state')
-        os.makedirs(self.state)
-        self.tmp = tempfile.mkdtemp(prefix='e2s.')   # short path for sockets
-        self.sock = os.path.join(self.tmp, 'port.sock')
-        self.qmp = os.path.join(self.tmp, 'qmp.sock')
-        self.console = os.path.join(self.dir, 'console.log')
-        self.append = append
-        self.qemu_timeout = qemu_timeout
-        self.ha = None
-        self.ha_cpu = 0.0
-        self.ha_starts = 0
-
-    def start_agent(self):
-        logf = open(os.path.join(self.dir, 'host-agent.log'), 'a')
-        self.ha_starts += 1
-        self.ha = subprocess.Popen(
-            [self.args.host_agent, '--socket', self.sock, '--qmp', self.qmp,
-             '--state-dir', self.state, '--domain-name', DOMAIN],
-            stdout=logf, stderr=logf)
-
-    def reap_agent(self, sig):
-        if self.ha is None:
-            return
-        if self.ha.poll() is None:
-            self.ha.send_signal(sig)
-        try:
-            _, status, ru = os.wait4(self.ha.pid, 0)
-            self.ha.returncode = status
-        except ChildProcessError:
-            ru = None
-        if ru:
-            self.ha_cpu += ru.ru_utime + ru.ru_stime
-        self.ha = None
-
-    def launch(self, initrd, kout):
-        cmd = [os.path.join(GK, 'launch'), '--kernel', os.path.join(kout, 'bzImage'),
-               '--initrd', initrd, '--socket', self.sock, '--qmp', self.qmp,
-               '--console', self.console, '--scenario', 'stream',
-               '--timeout', str(self.qemu_timeout)]
-        for a in self.append:
-            cmd += ['--append', a]
-        if self.disk:
-            cmd += ['--disk', 'new']
-        self.t0 = time.time()
-        self.proc = subprocess.Popen(cmd, start_new_session=True,
-                                     stderr=open(os.path.join(self.dir, 'launch.log'), 'w'))
-        return self.proc
-
-    def kill_guest(self):
-        p = getattr(self, 'proc', None)
-        if p is not None and p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-
-    def text(self):
-        if not os.path.exists(self.console):
-            return ''
-        with open(self.console, 'rb') as f:
-            return f.read().decode('utf-8', 'replace').replace('\r', '')
-
-    def markers(self):
-        return [l[len(MARK):] for l in self.text().split('\n') if l.startswith(MARK)]
-
-    def wait_marker(self, prefix, proc, timeout):
-        end = time.time() + timeout
-        while time.time() < end:
-            if any(m.startswith(prefix) for m in self.markers()):
-                return True
-            if proc.poll() is not None:
-                return False
-            time.sleep(0.5)
-        return False
-
-    def wait_text(self, rx, proc, timeout):
-        end = time.time() + timeout
-        while time.time() < end:
-            if re.search(rx, self.text()):
-                return True
-            if proc.poll() is not None:
-                return False
-            time.sleep(0.5)
-        return False
-
-    def file(self, name):
-        lines, inside, out = self.text().split('\n'), False, []
-        for l in lines:
-            if l == MARK + 'FILE-BEGIN ' + name:
-                inside = True
-            elif l == MARK + 'FILE-END ' + name:
-                break
-            elif inside:
-                out.append(l.strip())
-        check(out, 'the guest sent no %s' % name)
-        return base64.b64decode(''.join(out))
-
-    def report(self, *what):
-        r = subprocess.run([self.args.host_agent, 'report', *what, '--json',
-                            '--state-dir', self.state, '--domain-name', DOMAIN],
-                           capture_output=True, text=True)
-        check(r.returncode == 0, 'report %s failed: %s' % (' '.join(what), r.stderr))
-        return json.loads(r.stdout)
-
-    def db(self):
-        return os.path.join(self.state, DOMAIN + '.db')
-
-    def cleanup(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-def build(args):
-    kout = subprocess.run([os.path.join(GK, 'build-kernel')], check=True,
-                          stdout=subprocess.PIPE, text=True).stdout.strip().split('\n')[-1]
-    check(os.path.exists(os.path.join(kout, 'bzImage')), 'build-kernel gave no bzImage')
-    os.makedirs(args.workdir, exist_ok=True)
-    base = os.path.join(args.workdir, 'base.cpio.gz')
-    subprocess.run([os.path.join(GK, 'initramfs', 'build-initramfs'), kout, base],
-                   check=True, stdout=subprocess.DEVNULL)
-    extra = tempfile.mkdtemp(prefix='e2s-extra.')
-    try:
-        os.makedirs(os.path.join(extra, 'scenarios'))
-        shutil.copy(args.guestd, os.path.join(extra, 'stackmap-guestd'))
-        os.chmod(os.path.join(extra, 'stackmap-guestd'), 0o755)
-        shutil.copy(os.path.join(HERE, 'stream.sh'), os.path.join(extra, 'scenarios'))
-        check(os.path.exists(args.ticker), 'no e2s-ticker at %s (--ticker)' % args.ticker)
-        shutil.copy(args.ticker, os.path.join(extra, 'e2s-ticker'))
-        os.chmod(os.path.join(extra, 'e2s-ticker'), 0o755)
-        cpio = subprocess.run(
-            "find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet | gzip -1",
-            shell=True, cwd=extra, check=True, stdout=subprocess.PIPE).stdout
-    finally:
-        shutil.rmtree(extra)
-    initrd = os.path.join(args.workdir, 'initrd.cpio.gz')
-    with open(initrd, 'wb') as f:
-        f.write(open(base, 'rb').read() + cpio)
-    return kout, initrd
-
-
 def parse_map(text):
-    """{stack_id: [func+0xoff, ...]} from a stack_map text (e2e.parse_stack_map)."""
+    """{stack_id: [func+0xoff, ...]} from a stack_map text (sm.parse_stack_map)."""
     return {sid: [f.split('/')[0] for f in frames]
-            for sid, (_, _, frames) in e2e.parse_stack_map(text).items()}
+            for sid, (_, _, frames) in sm.parse_stack_map(text).items()}
 
 
 def guest_maps(run):
@@ -363,13 +153,13 @@ def host_sym(frame):
 def symbol_table(kout, run):
     """The guest's System.map at this boot's KASLR slide (its TEXT marker), plus the
     module symbols it sent from /proc/kallsyms (modsyms.txt, if any):
-    e2e.SymbolTable.sym_offs() gives every "name+0xoff" rendering of an address, since
+    sm.SymbolTable.sym_offs() gives every "name+0xoff" rendering of an address, since
     aliases (__x64_sys_vfork, __do_sys_vfork) share one and the guest and host may pick
     different ones."""
-    slide = e2e.kaslr_slide(kout, run.markers())
+    slide = sm.kaslr_slide(kout, run.markers())
     log('KASLR slide of this boot: %#x' % slide)
-    syms = e2e.SymbolTable(os.path.join(kout, 'System.map'), slide)
-    if MARK + 'FILE-BEGIN modsyms.txt' in run.text():
+    syms = sm.SymbolTable(os.path.join(kout, 'System.map'), slide)
+    if run.has_file('modsyms.txt'):
         syms.add_kallsyms(run.file('modsyms.txt').decode())
     return syms
 
@@ -572,34 +362,7 @@ def check_chains(run, evs, b, mode, guest=None, panic_ts=None, window_ns=None):
 
 
 def db_sum(run, sql):
-    c = sqlite3.connect(run.db())
-    try:
-        return c.execute(sql).fetchone()[0] or 0
-    finally:
-        c.close()
-
-
-def integrity(run):
-    c = sqlite3.connect(run.db())
-    try:
-        r = c.execute('PRAGMA integrity_check').fetchall()
-    finally:
-        c.close()
-    check(r == [('ok',)], 'integrity_check: %r' % r)
-
-
-def finish_clean(run, proc):
-    rc = proc.wait()
-    time.sleep(2)
-    run.reap_agent(signal.SIGTERM)
-    log('launch exit %d, guest time %.0f s' % (rc, time.time() - run.t0))
-    mk = run.markers()
-    check(rc == 0, 'launch exited %d (console %s)' % (rc, run.console))
-    check('E2S DONE' in mk, 'the guest scenario did not finish')
-    check('KERNEL-WARNINGS' not in mk, 'kernel warnings in the guest')
-    check(not [m for m in mk if m.startswith('CHAINS-FAIL')], 'the chain emitter failed')
-    check('AGENT_EXIT 0' in mk, 'stackmap-guestd did not exit 0: %s'
-          % [m for m in mk if m.startswith('AGENT_EXIT')])
+    return run.query(sql)[0][0] or 0
 
 
 def common_checks(run, expect_ended='clean'):
@@ -612,7 +375,7 @@ def common_checks(run, expect_ended='clean'):
     check(b['malformed'] == 0, '%d malformed frames' % b['malformed'])
     evs = run.report('events', '-n', '100000000')['events']
     maps = guest_maps(run) if expect_ended == 'clean' else {}
-    integrity(run)
+    sm.integrity(run)
     return b, evs, maps
 
 
@@ -622,7 +385,7 @@ def counts(run, b, evs, expect_lost=False):
     log('guest per-CPU stats (sum): %s' % json.dumps(gs))
     log('host: %d ring-buffer events stored (%d traced, %d in report events)'
         % (stored, b['events'], len(evs)))
-    if gs.get('entries', 0) and MARK + 'FILE-BEGIN unread.txt' in run.text():
+    if gs.get('entries', 0) and run.has_file('unread.txt'):
         log(run.file('unread.txt').decode(errors='replace'))
     check(gs.get('entries', 0) == 0, '%d events left unread in the guest' % gs.get('entries', 0))
     check(stored == gs['read events'], 'host stored %d ring-buffer events, the guest read %d'
@@ -654,41 +417,9 @@ def stat_value(run, key):
 
 # ---------------------------------------------------------------------------
 
-def boot_plain(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
-               kill_at=None, trace=BOOT_TRACE, disk=False):
-    run = Run(args, name, trace + ['stackmap.e2s_mode=' + mode,
-                                   'stackmap.e2s_seconds=%d' % seconds] + list(extra),
-              disk=disk)
-    try:
-        if not late_s:
-            run.start_agent()
-        proc = run.launch(initrd, kout)
-        if late_s:
-            check(run.wait_marker('STREAMING', proc, 600), 'the guest never streamed')
-            time.sleep(late_s)
-            log('starting host-agent %.0f s after boot' % (time.time() - run.t0))
-            run.start_agent()
-        if kill_at is not None:
-            check(run.wait_marker('STREAMING', proc, 600), 'the guest never streamed')
-            for k in range(2):
-                time.sleep(kill_at)
-                log('kill -9 host-agent (pid %d)' % run.ha.pid)
-                run.reap_agent(signal.SIGKILL)
-                integrity(run)
-                time.sleep(2)
-                run.start_agent()
-        finish_clean(run, proc)
-        return run
-    except BaseException:
-        run.kill_guest()
-        if run.ha is not None:
-            run.reap_agent(signal.SIGKILL)
-        raise
-
-
 def t_steady(args):
-    kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'steady', 'steady', seconds=15)
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'steady', 'steady', seconds=15)
     b, evs, maps = common_checks(run)
     gs, stored = counts(run, b, evs)
     kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
@@ -717,10 +448,10 @@ def t_steady(args):
 
 
 def t_resets(args):
-    kout, initrd = build(args)
+    kout, initrd = sm.build_stream(args)
     n = 50
-    run = boot_plain(args, kout, initrd, 'resets', 'resets',
-                     extra=['stackmap.e2s_resets=%d' % n])
+    run = sm.stream_boot(args, kout, initrd, 'resets', 'resets',
+                         extra=['stackmap.e2s_resets=%d' % n])
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
     kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
@@ -748,7 +479,7 @@ TICK = re.compile(r'e2s-tick (\d+) (\d+) (\d+)')
 def t_crash(args):
     """Crashes the guest args.crash_runs times (seeded) while it streams. See the
     module docstring ("Crash")."""
-    kout, initrd = build(args)
+    kout, initrd = sm.build_stream(args)
     rnd = random.Random(args.seed)
     bound = FLUSH_MS + CRASH_SLACK_MS
     figures = []
@@ -758,14 +489,18 @@ def t_crash(args):
         log('--- crash %d: seed %d, e2s-ticker K=%d started %d ms after the first MARK'
             % (i, args.seed, k, crash_ms))
         trace = [BOOT_TRACE[0] + ',printk:console'] + BOOT_TRACE[1:]
-        run = Run(args, 'crash-%d' % i, trace + ['stackmap.e2s_mode=crash',
-                                                      'stackmap.e2s_crash_ms=%d' % crash_ms,
-                                                      'stackmap.e2s_ticks=%d' % k])
-        run.start_agent()
-        proc = run.launch(initrd, kout)
-        rc = proc.wait()
-        time.sleep(3)
-        run.reap_agent(signal.SIGTERM)
+        run = sm.StreamRun(args, 'crash-%d' % i, trace + [
+            'stackmap.e2s_mode=crash', 'stackmap.e2s_crash_ms=%d' % crash_ms,
+            'stackmap.e2s_ticks=%d' % k])
+        try:
+            run.start_agent()
+            proc = run.launch(initrd, kout)
+            rc = proc.wait()
+            time.sleep(3)
+            run.reap_agent(signal.SIGTERM)
+        except BaseException:
+            run.abort()
+            raise
         check('sysrq: Trigger a crash' in run.text(), 'the guest did not crash (launch %d)' % rc)
         check(rc == 1, 'launch exited %d, want 1 (pvpanic)' % rc)
         figures.append(crash_checks(run, i, k, bound))
@@ -871,8 +606,8 @@ def crash_checks(run, i, k, bound):
 
 
 def t_kill(args):
-    kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'kill', 'steady', seconds=20, kill_at=5)
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'kill', 'steady', seconds=20, kill_at=5)
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
     kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
@@ -896,9 +631,9 @@ def t_late(args):
     guest streams (within the agent's 16 MiB resend window). What the ring buffer
     held must all be stored and resolved, and what it overwrote must be reported as
     LOST, equal to the guest's own overrun count."""
-    kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'late', 'steady', seconds=12, late_s=8,
-                     extra=['stackmap.e2s_delay=8'], trace=BOOT_TRACE_SMALL)
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'late', 'steady', seconds=12, late_s=8,
+                         extra=['stackmap.e2s_delay=8'], trace=BOOT_TRACE_SMALL)
     b, evs, maps = common_checks(run)
     gs, _ = counts(run, b, evs, expect_lost=True)
     check(gs.get('overrun', 0) > 0, 'the ring buffer did not overflow before the agent'
@@ -951,8 +686,8 @@ def t_overflow(args, name):
     frame before the stream's first EPOCH would be), every stack_id must resolve to
     the guest's own stack, and the agent's log must show the path taken."""
     late, opts, drop = OVERFLOW_PATHS[name]
-    kout, initrd = build(args)
-    run = Run(args, name, [
+    kout, initrd = sm.build_stream(args)
+    run = sm.StreamRun(args, name, [
         'stackmap.e2s_trace=late', 'stackmap.e2s_mode=overflow', 'stackmap.e2s_seconds=8',
         'stackmap.e2s_agent=' + ','.join(['--window-kb=%d' % OVERFLOW_WINDOW_KB] + opts)])
     try:
@@ -966,11 +701,9 @@ def t_overflow(args, name):
             log('starting host-agent %.0f s after boot, the agent holding'
                 % (time.time() - run.t0))
             run.start_agent()
-        finish_clean(run, proc)
+        sm.finish_clean(run, proc)
     except BaseException:
-        run.kill_guest()
-        if run.ha is not None:
-            run.reap_agent(signal.SIGKILL)
+        run.abort()
         raise
     b, evs, maps = common_checks(run)
     text = run.text()
@@ -1033,9 +766,9 @@ def t_overflow(args, name):
 
 
 def t_full(args):
-    kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'full', 'full', seconds=15,
-                     extra=['ftrace_stackmap.bits=10'], trace=BOOT_TRACE_FULL)
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'full', 'full', seconds=15,
+                         extra=['ftrace_stackmap.bits=10'], trace=BOOT_TRACE_FULL)
     b, evs, maps = common_checks(run)
     # The workload is wide on purpose (> 1024 distinct stacks) and outruns the agent
     # under TCG: what the guest's ring buffer overwrote must be reported exactly.
@@ -1056,8 +789,8 @@ def t_module(args):
     tracing goes on: every allocation it made is stored with its stack resolved to the
     module's own symbols ([stackmap_testmod]), also after the unload, and every other
     stack still resolves."""
-    kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'module', 'module', seconds=12)
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'module', 'module', seconds=12)
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
     kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
@@ -1092,9 +825,9 @@ def t_module(args):
 def t_block(args):
     """Block I/O on the virtio-blk disk (ext2, dd conv=fsync): the block layer's
     events are stored with stacks that resolve to the guest's own, through submit_bio."""
-    kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'block', 'block', seconds=12,
-                     trace=BOOT_TRACE_BLOCK, disk=True)
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'block', 'block', seconds=12,
+                         trace=BOOT_TRACE_BLOCK, disk=True)
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
     kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
@@ -1129,8 +862,8 @@ def t_clockreset(args):
     host-agent must report exactly the stack ids the map handed out before the reset
     as LOST (map successes against stored stack_id events), and every chain event
     fired before the reset, and none after it, must be missing."""
-    kout, initrd = build(args)
-    run = boot_plain(args, kout, initrd, 'clockreset', 'clockreset', seconds=8)
+    kout, initrd = sm.build_stream(args)
+    run = sm.stream_boot(args, kout, initrd, 'clockreset', 'clockreset', seconds=8)
     b, evs, maps = common_checks(run)
     mk = [m for m in run.markers() if m.startswith('CLOCK-RESET ')]
     check(mk, 'the guest did not reset its ring buffer')
@@ -1179,29 +912,18 @@ def main():
     ap.add_argument('scenario', choices=sorted(SCENARIOS))
     ap.add_argument('--host-agent', required=True)
     ap.add_argument('--guestd', required=True)
-    ap.add_argument('--ticker', help='e2s-ticker (static; default: next to --guestd in'
-                    ' the same meson build tree, tests/e2e-stream/e2s-ticker)')
+    ap.add_argument('--ticker', required=True,
+                    help='e2s-ticker (static, built by meson: tests/e2e-stream/e2s-ticker)')
     ap.add_argument('--crash-runs', type=int, default=3, help='crashes in scenario crash')
     ap.add_argument('--workdir', default='e2s-work')
     ap.add_argument('--seed', type=int, default=int(os.environ.get('E2S_SEED', '7')))
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir)
-    if not args.ticker:
-        top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(args.guestd))))
-        args.ticker = os.path.join(top, 'tests', 'e2e-stream', 'e2s-ticker')
-    signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        SCENARIOS[args.scenario](args)
-    except (Fail, e2e.TestFailure, Interrupted) as e:
-        if LAST_RUN is not None:
-            LAST_RUN.kill_guest()
-            if LAST_RUN.ha is not None:
-                LAST_RUN.reap_agent(signal.SIGKILL)
-            print_tails(LAST_RUN)
-        log('FAIL: %s' % e)
-        return 1
-    log('PASS: %s' % args.scenario)
-    return 0
+    check_args = [a for a in (args.host_agent, args.guestd, args.ticker)
+                  if not os.path.isfile(a)]
+    if check_args:
+        ap.error('not a file: %s' % ', '.join(check_args))
+    return sm.main(args.scenario, SCENARIOS[args.scenario], args)
 
 
 if __name__ == '__main__':

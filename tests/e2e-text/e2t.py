@@ -4,7 +4,7 @@ trace text for the same events (suite e2e).
 
 Usage: e2t.py --host-agent PATH --guestd PATH [--workdir DIR] [--keep]
 
-The patched guest kernel under QEMU (tests/e2e-stream's machinery: e2s.Run,
+The patched guest kernel under QEMU (the e2e harness tests/lib/stackmap_e2e.py: StreamRun,
 guest-kernel/launch, build-kernel's cache) traces sched, timer, irq, signal, workqueue
 and kmem events with stacks (trace options stacktrace + stackmap), stops tracing and
 keeps its own `trace` text and `stack_map` (guest side: text.sh). Only then does
@@ -64,18 +64,11 @@ import sys
 import tarfile
 import time
 
-sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e-stream'))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e'))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'e2e-export'))
-import e2s  # noqa: E402  (Run: one guest boot with host-agent storing its stream)
-import tracecmp  # noqa: E402  (same_info(): print fmt arguments, renderer differences)
+import stackmap_e2e as sm   # the e2e harness (StreamRun: one guest boot streaming to host-agent)
+import tracecmp   # tests/e2e-export: same_info(), print fmt arguments, renderer differences
+from stackmap_e2e import check, log
 
-GK = os.path.join(ROOT, 'guest-kernel')
-MARK = e2s.MARK
-check, log, Fail = e2s.check, e2s.log, e2s.Fail
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 # One line of the kernel's trace file (6.1, default options: irq-info, no tgid).
 TRACE_LINE = re.compile(r'^(?P<comm>.*)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<flags>\S+)\s+'
@@ -86,36 +79,10 @@ MAP_FRAME = re.compile(r'^  \[\d+\] (.+)$')     # %pS, " [module]" included
 HOST_HEAD = re.compile(r'^(\d+)\.(\d{9}) cpu(\d+) pid (-?\d+)  (.*)$')
 
 
-class TextRun(e2s.Run):
-    def launch(self, initrd, kout):
-        cmd = [os.path.join(GK, 'launch'), '--kernel', os.path.join(kout, 'bzImage'),
-               '--initrd', initrd, '--socket', self.sock, '--qmp', self.qmp,
-               '--console', self.console, '--scenario', 'text',
-               '--mem', '1024', '--timeout', str(self.qemu_timeout)]
-        for a in self.append:
-            cmd += ['--append', a]
-        self.t0 = time.time()
-        self.proc = subprocess.Popen(cmd, start_new_session=True,
-                                     stderr=open(os.path.join(self.dir, 'launch.log'), 'w'))
-        return self.proc
-
-    def report_text(self, *what):
-        r = subprocess.run([self.args.host_agent, 'report', *what, '--state-dir', self.state,
-                            '--domain-name', e2s.DOMAIN], capture_output=True, text=True)
-        check(r.returncode == 0, 'report %s failed: %s' % (' '.join(what), r.stderr))
-        return r.stdout
-
-
 def build(args):
-    kout = subprocess.run([os.path.join(GK, 'build-kernel')], check=True,
-                          stdout=subprocess.PIPE, text=True).stdout.strip().split('\n')[-1]
-    check(os.path.exists(os.path.join(kout, 'bzImage')), 'build-kernel gave no bzImage')
-    os.makedirs(args.workdir, exist_ok=True)
-    initrd = os.path.join(args.workdir, 'initrd.cpio.gz')
-    subprocess.run([os.path.join(GK, 'initramfs', 'build-initramfs'),
-                    '--add', '%s=/stackmap-guestd' % args.guestd,
-                    '--add', '%s=/scenarios/text.sh' % os.path.join(HERE, 'text.sh'),
-                    kout, initrd], check=True, stdout=subprocess.DEVNULL)
+    kout = sm.build_kernel()
+    initrd = sm.build_initramfs(kout, os.path.join(args.workdir, 'initrd.cpio.gz'), [
+        (args.guestd, '/stackmap-guestd'), (os.path.join(HERE, 'text.sh'), '/scenarios/text.sh')])
     return kout, initrd
 
 
@@ -309,7 +276,7 @@ def check_tracedat(run, args, kern, kout):
     dat = os.path.join(run.dir, 'boot.dat')
     r = subprocess.run([args.host_agent, 'export', 'trace.dat', '-o', dat, '--vmlinux',
                         os.path.join(kout, 'vmlinux'), '--state-dir', run.state,
-                        '--domain-name', e2s.DOMAIN], capture_output=True, text=True)
+                        '--domain-name', sm.DOMAIN], capture_output=True, text=True)
     check(r.returncode == 0, 'export trace.dat: %s' % r.stderr)
     check('--vmlinux not used' not in r.stderr, 'export ignored --vmlinux: %s' % r.stderr)
     # -N: without trace-cmd's plugins, which print sched, hrtimer, kmem ... events in
@@ -362,7 +329,8 @@ def summarize(mism, what):
 
 def t_text(args):
     kout, initrd = build(args)
-    run = TextRun(args, 'text', ['stackmap.e2t_rounds=%d' % args.rounds])
+    run = sm.StreamRun(args, 'text', ['stackmap.e2t_rounds=%d' % args.rounds],
+                       scenario='text', launch_extra=['--mem', '1024'])
     try:
         run.start_agent()
         proc = run.launch(initrd, kout)
@@ -370,9 +338,7 @@ def t_text(args):
         time.sleep(1)
         run.reap_agent(signal.SIGTERM)
     except BaseException:
-        run.kill_guest()
-        if run.ha is not None:
-            run.reap_agent(signal.SIGKILL)
+        run.abort()
         raise
     mk = run.markers()
     log('launch exit %d, guest time %.0f s' % (rc, time.time() - run.t0))
@@ -462,13 +428,7 @@ def main():
     ap.add_argument('--keep', action='store_true')
     args = ap.parse_args()
     args.workdir = os.path.abspath(args.workdir)
-    try:
-        t_text(args)
-    except Fail as e:
-        log('FAIL: %s' % e)
-        return 1
-    log('PASS: text')
-    return 0
+    return sm.main('text', t_text, args)
 
 
 if __name__ == '__main__':

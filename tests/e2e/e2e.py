@@ -32,193 +32,32 @@ Tests:
 """
 
 import argparse
-import base64
-import bisect
 import json
 import os
 import re
 import subprocess
 import sys
 
+import stackmap_e2e as sm
+from stackmap_e2e import check, log, build_kernel, run_ftracetest, summary, case_log
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-GK = os.path.join(ROOT, 'guest-kernel')
 BASELINE = os.path.join(HERE, 'ftrace-baseline-unpatched.txt')
-SEED_TESTS = ['test.d/ftrace/stackmap-basic.tc',
-              'test.d/ftrace/stackmap-reset.tc',
-              'test.d/ftrace/stackmap-instance-gate.tc']
-MARK = 'STACKMAP-E2E: '
-RESULTS = ('PASS', 'FAIL', 'UNRESOLVED', 'UNTESTED', 'UNSUPPORTED', 'XFAIL',
-           'UNDEFINED')
 
 
-class TestFailure(Exception):
-    pass
-
-
-# The console of the newest boot, shown when a test fails: CI keeps only
-# what the test prints.
-LAST_CONSOLE = []
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(cond, msg):
-    if not cond:
-        raise TestFailure(msg)
-
-
-def build_kernel(unpatched=False):
-    cmd = [os.path.join(GK, 'build-kernel')]
-    if unpatched:
-        cmd.append('--unpatched')
-    log('$ ' + ' '.join(cmd))
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
-    check(out.returncode == 0, 'build-kernel failed (its stderr is above)')
-    return out.stdout.strip().splitlines()[-1]
-
-
-def build_initramfs(kout, workdir):
-    name = 'initrd-%s.cpio.gz' % os.path.basename(kout)
-    path = os.path.join(workdir, name)
-    cmd = [os.path.join(GK, 'initramfs', 'build-initramfs'), kout, path]
-    rc = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL).returncode
-    check(rc == 0, 'build-initramfs failed (its stderr is above)')
-    return path
-
-
-class Run:
-    """One guest boot: its console text, markers and exit status."""
-
-    def __init__(self, console_path, rc):
-        self.console_path = console_path
-        self.rc = rc
-        with open(console_path, 'rb') as f:
-            self.text = f.read().decode('utf-8', 'replace').replace('\r', '')
-        self.lines = self.text.split('\n')
-
-    def markers(self):
-        return [l[l.index(MARK) + len(MARK):] for l in self.lines if MARK in l]
-
-    def has(self, marker):
-        return any(m.startswith(marker) for m in self.markers())
-
-    def file(self, name):
-        """A file the guest sent with emit (base64 between markers)."""
-        begin, end = MARK + 'FILE-BEGIN ' + name, MARK + 'FILE-END ' + name
-        out, inside = [], False
-        for l in self.lines:
-            if l.strip() == begin:
-                inside, out = True, []
-            elif l.strip() == end:
-                return base64.b64decode(''.join(out), validate=True)
-            elif inside:
-                out.append(l.strip())
-        raise TestFailure('the guest did not send %s' % name)
-
-
-def launch(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
-    initrd = build_initramfs(kout, workdir)
-    console = os.path.join(workdir, 'console-%s.log' % (tag or scenario))
-    cmd = [os.path.join(GK, 'launch'), '--kernel',
-           os.path.join(kout, 'bzImage'), '--initrd', initrd,
-           '--scenario', scenario, '--console', console,
-           '--timeout', str(timeout), '--smp', str(smp)]
-    for a in append:
-        cmd += ['--append', a]
-    log('$ ' + ' '.join(cmd))
-    rc = subprocess.run(cmd, check=False).returncode
-    LAST_CONSOLE[:] = [console]
-    log('launch exited with %d' % rc)
-    return Run(console, rc)
+def initramfs(kout, workdir):
+    return sm.build_initramfs(kout, os.path.join(
+        workdir, 'initrd-%s.cpio.gz' % os.path.basename(kout)))
 
 
 def boot(kout, workdir, scenario, append=(), timeout=900, smp=2, tag=None):
-    run = launch(kout, workdir, scenario, append, timeout, smp, tag)
-    rc, console = run.rc, run.console_path
-    for m in run.markers():
-        if not m.startswith('FILE-'):
-            log('  guest: ' + m)
-    check(rc == 0, 'QEMU exited with %d (console: %s)' % (rc, console))
-    check(run.has('END %s rc=0' % scenario),
-          'scenario %s did not end with rc=0 (console: %s)' % (scenario, console))
-    check(not run.has('KERNEL-WARNINGS'),
-          'the guest kernel logged warnings (console: %s)' % console)
-    check(run.has('PORT org.stackmap.0 /dev/vport'),
-          'the guest has no virtio-serial port named org.stackmap.0')
-    cmdline = [l for l in run.lines if 'Command line:' in l]
-    check(cmdline and 'nokaslr' not in cmdline[0], 'KASLR is off: %s' % cmdline[:1])
-    check('KASLR disabled' not in run.text, 'the kernel disabled KASLR')
-    return run
+    return sm.boot(kout, initramfs(kout, workdir), workdir, scenario, append, timeout,
+                   smp, tag)
 
 
-ANSI = re.compile(r'\x1b\[[0-9;]*[mK]')
-CASE = re.compile(r'^\[(\d+)\](.*?)\s*\[(%s)\]\s*$' % '|'.join(RESULTS))
-
-
-def case_log(run, desc):
-    """What ftracetest -v printed of the case DESC after its result line
-    (the log of a case that did not pass)."""
-    out, inside = [], False
-    for l in run.lines:
-        plain = ANSI.sub('', l).strip()
-        m = CASE.match(plain)
-        if m:
-            if inside:
-                break
-            inside = m.group(2).strip() == desc and m.group(3) != 'PASS'
-            continue
-        if inside:
-            out.append(plain)
-    return out
-
-
-class Results(dict):
-    """{description: result}, and the boot (.run) they came from."""
-
-    def __init__(self, run):
-        super().__init__()
-        self.run = run
-
-
-def ftracetest_results(run):
-    """{description: result} from the "[N] desc [RESULT]" lines of
-    ftracetest.log, which the guest sends after the run."""
-    res = Results(run)
-    for l in run.file('ftracetest.log').decode('utf-8', 'replace').split('\n'):
-        m = CASE.match(ANSI.sub('', l).strip())
-        if m:
-            res[m.group(2).strip()] = m.group(3)
-    return res
-
-
-def summary(res):
-    counts = {}
-    for r in res.values():
-        counts[r] = counts.get(r, 0) + 1
-    return ', '.join('%s %d' % (k, counts[k]) for k in RESULTS if k in counts)
-
-
-def run_ftracetest(kout, workdir, tests, tag, append=(), options=None,
-                   timeout=900):
-    """Run ftracetest on TESTS; OPTIONS, if given, is {option: '0'/'1'}
-    the run must start with (the guest reports options/NAME first)."""
-    run = boot(kout, workdir, 'ftracetest',
-               append=['stackmap.tests=' + ','.join(tests)] + list(append),
-               timeout=timeout, tag=tag)
-    for o, v in (options or {}).items():
-        check(run.has('FTRACETEST-OPTION %s=%s' % (o, v)),
-              'ftracetest did not start with options/%s=%s (console: %s)'
-              % (o, v, run.console_path))
-    check(run.has('FTRACETEST-DONE'), 'ftracetest did not finish')
-    res = ftracetest_results(run)
-    check(res, 'no ftracetest results on the console')
-    log('ftracetest: ' + summary(res))
-    for desc, r in sorted(res.items()):
-        log('  %-11s %s' % (r, desc))
-    return res
+def ftracetest(kout, workdir, tests, tag, append=(), options=None, timeout=900):
+    return run_ftracetest(kout, initramfs(kout, workdir), workdir, tests, tag, append,
+                          options, timeout)
 
 
 # --- tests -------------------------------------------------------------------
@@ -235,7 +74,7 @@ def t_build_kernel(workdir):
 
 def t_seed_selftests(workdir):
     kout = build_kernel()
-    res = run_ftracetest(kout, workdir, SEED_TESTS, 'seed-selftests')
+    res = ftracetest(kout, workdir, sm.SEED_TESTS, 'seed-selftests')
     check(len(res) == 3, 'expected 3 results, got %d' % len(res))
     bad = {d: r for d, r in res.items() if r != 'PASS'}
     check(not bad, 'seed selftests not passing: %s' % bad)
@@ -254,7 +93,7 @@ def read_baseline():
 
 def t_ftrace_regression(workdir):
     kout = build_kernel()
-    res = run_ftracetest(kout, workdir, ['test.d/ftrace'], 'ftrace-regression')
+    res = ftracetest(kout, workdir, ['test.d/ftrace'], 'ftrace-regression')
     base = read_baseline()
     passed_before = [d for d, r in base.items() if r == 'PASS']
     check(passed_before, 'the baseline has no passing test')
@@ -299,13 +138,13 @@ def t_trigger_regression(workdir):
     for name, unpatched, append, options in TRIGGER_RUNS:
         log('--- test.d/trigger, %s' % name)
         tag = 'trigger-' + name.replace(', ', '-').replace(' ', '-')
-        res = run_ftracetest(kouts[unpatched], workdir, ['test.d/trigger'], tag,
-                             append=['trace_clock=global'] + append,
-                             options=options, timeout=2400)
+        res = ftracetest(kouts[unpatched], workdir, ['test.d/trigger'], tag,
+                         append=['trace_clock=global'] + append,
+                         options=options, timeout=2400)
         results.append((name, res))
-    log('| kernel | %s |' % ' | '.join(r.lower() for r in RESULTS))
+    log('| kernel | %s |' % ' | '.join(r.lower() for r in sm.RESULTS))
     for name, res in results:
-        n = [sum(1 for r in res.values() if r == k) for k in RESULTS]
+        n = [sum(1 for r in res.values() if r == k) for k in sm.RESULTS]
         log('| %s | %s |' % (name, ' | '.join(str(c) for c in n)))
     base = results[0][1]
     passed = [d for d, r in base.items() if r == 'PASS']
@@ -327,7 +166,7 @@ def t_trigger_regression(workdir):
 
 def t_record_baseline(workdir):
     kout = build_kernel(unpatched=True)
-    res = run_ftracetest(kout, workdir, ['test.d/ftrace'], 'baseline-unpatched')
+    res = ftracetest(kout, workdir, ['test.d/ftrace'], 'baseline-unpatched')
     with open(os.path.join(kout, 'kernel.release')) as f:
         release = f.read().strip()
     with open(BASELINE, 'w') as f:
@@ -359,76 +198,7 @@ def t_deep_stack(workdir):
     check(run.has('PASS deep stacks'), 'deep-stack check failed')
 
 
-# "%pS": "func+0xoff/0xsize", and " [module]" after it for a module's text
-PS_FRAME = re.compile(r'^  \[(\d+)\] (\S+)(?: \[(\S+)\])?$')
-PS_HEAD = re.compile(r'^stack_id (\d+) \[ref (\d+), depth (\d+)\]$')
-
-
-def parse_stack_map(text):
-    """{id: (ref, depth, [symbol+off/size ...])} from the stack_map text."""
-    stacks, cur = {}, None
-    for l in text.split('\n'):
-        m = PS_HEAD.match(l)
-        if m:
-            cur = int(m.group(1))
-            stacks[cur] = (int(m.group(2)), int(m.group(3)), [])
-            continue
-        m = PS_FRAME.match(l)
-        if m and cur is not None:
-            stacks[cur][2].append(m.group(2))
-    return stacks
-
-
-def kaslr_slide(kout, markers):
-    """The boot's KASLR offset: its runtime _text (/init's "TEXT" marker, read from
-    the guest's /proc/kallsyms) minus System.map's."""
-    text = [m.split()[1] for m in markers if m.startswith('TEXT ')]
-    check(text and re.match(r'^[0-9a-f]{16}$', text[0]),
-          'the guest did not say where its _text is (TEXT marker): %s' % text)
-    with open(os.path.join(kout, 'System.map')) as f:
-        link = [int(l.split()[0], 16) for l in f if l.split()[2:3] == ['_text']]
-    check(link, 'no _text in System.map')
-    return int(text[0], 16) - link[0]
-
-
-class SymbolTable:
-    """Text symbols of one boot at their runtime addresses: System.map moved by the
-    boot's KASLR slide, plus module symbols from the guest's /proc/kallsyms lines."""
-
-    def __init__(self, system_map, slide=0):
-        syms = []
-        with open(system_map) as f:
-            for l in f:
-                a, t, n = l.split()[:3]
-                if t in 'tTwW':
-                    syms.append(((int(a, 16) + slide) & (2**64 - 1), n))
-        self.slide = slide
-        self._set(syms)
-
-    def _set(self, syms):
-        syms.sort()
-        self.addrs = [a for a, _ in syms]
-        self.names = [n for _, n in syms]
-
-    def add_kallsyms(self, text):
-        """Add the text symbols of modules ("ADDR t NAME [MODULE]" lines)."""
-        syms = list(zip(self.addrs, self.names))
-        for l in text.split('\n'):
-            f = l.split()
-            if len(f) == 4 and f[1] in 'tTwW' and f[3].startswith('['):
-                syms.append((int(f[0], 16), f[2]))
-        self._set(syms)
-
-    def sym_offs(self, addr):
-        """Every "name+0xoff" rendering of addr (aliases share an address)."""
-        i = bisect.bisect_right(self.addrs, addr) - 1
-        if i < 0:
-            return set()
-        base, out = self.addrs[i], set()
-        while i >= 0 and self.addrs[i] == base:
-            out.add('%s+0x%x' % (self.names[i], addr - base))
-            i -= 1
-        return out
+PS_HEAD = sm.PS_HEAD
 
 
 def t_stackmap_bin(workdir):
@@ -454,7 +224,7 @@ def t_stackmap_bin(workdir):
                            capture_output=True, text=True, check=False)
     check(plain.returncode == 0, 'stackmap_dump.py failed: ' + plain.stderr)
 
-    kernel = parse_stack_map(text)
+    kernel = sm.parse_stack_map(text)
     entries = int(re.search(r'^entries:\s+(\d+)', stat, re.M).group(1))
     log('stack_map: %d stacks, stack_map_bin: %d stacks, stack_map_stat entries %d'
         % (len(kernel), len(parsed), entries))
@@ -467,9 +237,9 @@ def t_stackmap_bin(workdir):
     heads_bin = [l for l in plain.stdout.split('\n') if PS_HEAD.match(l)]
     check(heads_txt == heads_bin, 'stack_id/ref/depth headers differ')
 
-    slide = kaslr_slide(kout, run.markers())
+    slide = sm.kaslr_slide(kout, run.markers())
     log('KASLR slide of this boot: %#x' % slide)
-    syms = SymbolTable(os.path.join(kout, 'System.map'), slide)
+    syms = sm.SymbolTable(os.path.join(kout, 'System.map'), slide)
     frames = 0
     for e in parsed:
         sid = e['stack_id']
@@ -506,11 +276,11 @@ def t_map_bits(workdir):
 
 def t_pvpanic(workdir):
     kout = build_kernel()
-    run = launch(kout, workdir, 'panic', timeout=300)
+    run = sm.launch(kout, initramfs(kout, workdir), workdir, 'panic', timeout=300)
     # Not 'BEGIN panic': init writes that to the tty, which may still hold
     # it when the guest dies (see scenarios/panic.sh).
     check(run.has('PANIC now'), 'the panic scenario did not start')
-    check('Kernel panic' in run.text, 'no kernel panic on the console')
+    check('Kernel panic' in run.text(), 'no kernel panic on the console')
     check(not run.has('END panic'), 'the guest survived the panic')
     # 1 is QEMU's own exit status for -action panic=exit-failure, i.e. the
     # panic reached the host through pvpanic; a plain reboot would give 3
@@ -532,18 +302,6 @@ TESTS = {
 }
 
 
-def show_console_tail(path, n=40):
-    try:
-        with open(path, 'rb') as f:
-            lines = f.read().decode('utf-8', 'replace').replace('\r', '').split('\n')
-    except OSError as e:
-        log('console %s: %s' % (path, e))
-        return
-    log('last %d lines of %s:' % (n, path))
-    for l in lines[-n:]:
-        log('  > ' + l)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -551,15 +309,7 @@ def main():
     ap.add_argument('--workdir', default=os.environ.get('E2E_WORKDIR', 'e2e-work'))
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    try:
-        TESTS[args.test](os.path.abspath(args.workdir))
-    except TestFailure as e:
-        if LAST_CONSOLE:
-            show_console_tail(LAST_CONSOLE[0])
-        log('FAIL: %s' % e)
-        return 1
-    log('PASS: %s' % args.test)
-    return 0
+    return sm.main(args.test, TESTS[args.test], os.path.abspath(args.workdir))
 
 
 if __name__ == '__main__':
