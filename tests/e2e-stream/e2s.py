@@ -93,7 +93,6 @@ import json
 import os
 import random
 import re
-import signal
 import sys
 import tarfile
 import time
@@ -496,8 +495,7 @@ def t_crash(args):
             run.start_agent()
             proc = run.launch(initrd, kout)
             rc = proc.wait()
-            time.sleep(3)
-            run.reap_agent(signal.SIGTERM)
+            run.stop_after_crash()
         except BaseException:
             run.abort()
             raise
@@ -607,7 +605,7 @@ def crash_checks(run, i, k, bound):
 
 def t_kill(args):
     kout, initrd = sm.build_stream(args)
-    run = sm.stream_boot(args, kout, initrd, 'kill', 'steady', seconds=20, kill_at=5)
+    run = sm.stream_boot(args, kout, initrd, 'kill', 'steady', seconds=20, kills=2)
     b, evs, maps = common_checks(run)
     counts(run, b, evs)
     kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))

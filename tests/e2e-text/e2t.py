@@ -58,7 +58,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tarfile
@@ -335,8 +334,7 @@ def t_text(args):
         run.start_agent()
         proc = run.launch(initrd, kout)
         rc = proc.wait()
-        time.sleep(1)
-        run.reap_agent(signal.SIGTERM)
+        run.stop_after_bye()
     except BaseException:
         run.abort()
         raise

@@ -19,6 +19,11 @@ What it holds, in the order a test uses it:
   * the guest's ground truth: ftracetest results, the stack_map text, the boot's KASLR
     slide and a symbol table at runtime addresses.
 
+Synchronisation is on state, never on time: a StreamRun waits for the store to hold the
+guest's BYE (or the crash mark and the end of the connection), for the host-agent that
+is running now (never an earlier one in the same appended log) to store frames, for a
+console marker; every wait has a bound that only limits how long a broken product is
+waited for, and the assertions after it are what decides.
 """
 
 import base64
@@ -434,6 +439,11 @@ class SymbolTable:
 
 # --- a guest streaming to host-agent -----------------------------------------------
 
+# host-agent's log line (ingest) once a stream that ended without BYE (the guest's
+# side closed: QEMU exited after a panic) has its last batch stored.
+CONN_END = re.compile(r'disconnected without BYE')
+
+
 class StreamRun(Console):
     """One guest boot with host-agent storing its stream: WORKDIR/NAME holds the
     console, host-agent.log (appended by every host-agent started), launch.log and the
@@ -545,6 +555,47 @@ class StreamRun(Console):
         finally:
             c.close()
 
+    def _peek(self, sql):
+        """query() for a wait: None while there is no store or it is not readable yet
+        (no tables, busy)."""
+        if not os.path.exists(self.db()):
+            return None
+        try:
+            r = self.query(sql)
+        except sqlite3.Error:
+            return None
+        return r[0][0] if r else None
+
+    def stored_seq(self):
+        """The highest frame seq the store holds of any stream (0: none)."""
+        return self._peek('SELECT MAX(next_seq) - 1 FROM streams') or 0
+
+    def boot_ended(self):
+        return self._peek('SELECT ended FROM boots ORDER BY id DESC LIMIT 1')
+
+    def wait_stored_beyond(self, seq, timeout=300):
+        """Until the running host-agent has stored frames past SEQ (its first commit
+        after it resumed there): the new stored seq, or None."""
+        return wait_for(lambda: self.stored_seq() > seq and self.stored_seq(), timeout,
+                        'host-agent to store frames past seq %d' % seq, self.proc)
+
+    def stop_after_bye(self, timeout=120):
+        """The guest is gone (QEMU exited) after its agent said BYE: wait until the
+        store holds the BYE (ended 'clean': every frame before it is stored, as they
+        are applied in order), then SIGTERM host-agent."""
+        wait_for(lambda: self.boot_ended() == 'clean', timeout, 'the stored BYE')
+        self.reap_agent(signal.SIGTERM)
+
+    def stop_after_crash(self, timeout=120):
+        """The guest panicked and QEMU exited: wait until the store marks the boot
+        crashed (QMP GUEST_PANICKED) and the running host-agent has read its
+        connection to the end, then SIGTERM host-agent."""
+        wait_for(lambda: self.boot_ended() == 'crashed', timeout, 'the crash mark')
+        wait_for(lambda: CONN_END.search(self.agent_log()), timeout,
+                 'host-agent to read the connection to its end (/%s/ in its log)'
+                 % CONN_END.pattern)
+        self.reap_agent(signal.SIGTERM)
+
     def report(self, *what):
         r = subprocess.run([self.args.host_agent, 'report', *what, '--json',
                             '--state-dir', self.state, '--domain-name', DOMAIN],
@@ -584,11 +635,10 @@ def build_stream(args):
 
 
 def finish_clean(run, proc):
-    """The guest ran its scenario to the end: stop host-agent, and check the guest's
-    side ended well."""
+    """The guest ran its scenario to the end: stop host-agent once the store holds the
+    BYE, and check the guest's side ended well."""
     rc = proc.wait()
-    time.sleep(2)
-    run.reap_agent(signal.SIGTERM)
+    run.stop_after_bye()
     log('launch exit %d, guest time %.0f s' % (rc, time.time() - run.t0))
     mk = run.markers()
     check(rc == 0, 'launch exited %d (console %s)' % (rc, run.console))
@@ -605,13 +655,14 @@ def integrity(run):
 
 
 def stream_boot(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
-                kill_at=None, trace=BOOT_TRACE, disk=False):
+                kills=0, trace=BOOT_TRACE, disk=False):
     """Boot stream.sh in MODE (stackmap.e2s_mode) with host-agent storing its stream,
     to the end (finish_clean): the StreamRun.
-      late_s   host-agent starts this long after the guest streams (the guest's agent
-               keeps what the host has not acknowledged meanwhile)
-      kill_at  host-agent is killed -9 twice while the guest streams, this long after
-               the guest streams and after each restart"""
+      late_s  host-agent starts this long after the guest streams (the guest's agent
+              keeps what the host has not acknowledged meanwhile)
+      kills   host-agent is killed -9 this often while the guest streams, each time
+              once it stored frames past where it started, and started again once the
+              guest saw it go"""
     run = StreamRun(args, name, trace + ['stackmap.e2s_mode=' + mode,
                                          'stackmap.e2s_seconds=%d' % seconds] + list(extra),
                     disk=disk)
@@ -624,15 +675,22 @@ def stream_boot(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
             time.sleep(late_s)
             log('starting host-agent %.0f s after boot' % (time.time() - run.t0))
             run.start_agent()
-        if kill_at is not None:
+        if kills:
             check(run.wait_marker('STREAMING', proc, 600), 'the guest never streamed')
-            for k in range(2):
-                time.sleep(kill_at)
-                log('kill -9 host-agent (pid %d)' % run.ha.pid)
-                run.reap_agent(signal.SIGKILL)
-                integrity(run)
-                time.sleep(2)
-                run.start_agent()
+        for k in range(kills):
+            start = run.stored_seq()
+            got = run.wait_stored_beyond(start)
+            check(got, 'host-agent (start %d) stored nothing past seq %d'
+                  % (run.ha_starts, start))
+            log('kill -9 host-agent (pid %d), the store at seq %d' % (run.ha.pid, got))
+            gone = len(re.findall(r'stackmap-guestd: \w+: host disconnected', run.text()))
+            run.reap_agent(signal.SIGKILL)
+            integrity(run)
+            check(wait_for(lambda: len(re.findall(r'stackmap-guestd: \w+: host disconnected',
+                                                  run.text())) > gone,
+                           120, 'the guest to see host-agent go', proc, poll=0.2),
+                  'the guest did not see host-agent go (no "host disconnected")')
+            run.start_agent()
         finish_clean(run, proc)
         return run
     except BaseException:
