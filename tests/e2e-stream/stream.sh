@@ -22,7 +22,7 @@
 # Mode overflow (the agent's test hooks force one order of a window overflow):
 # the workload runs until the agent's log says its test hold ended (the host
 # has every frame it held), then e2s_seconds more; the agent's log goes to
-# /tmp/agent.log, copied to the console as it grows.
+# /tmp/agent.log, copied to the console as it grows (copy_log).
 # Ground truth it leaves for the host (base64 files between FILE markers):
 #   maps.tar.gz  the stack_map text of every epoch, taken just before each reset
 #                (stat-E.txt + map-E.txt, E = the epoch from stack_map_stat) and
@@ -35,9 +35,11 @@
 # Known call chains: from before stackmap-guestd starts to the end (or the
 # panic), a background loop writes "C N" (N = 1..5) for each chain C = 0..3
 # to ftrace_stackmap_test_chains every 20 ms, alongside the slab workload.
-# It pauses for the quiet (exact) resets and races the others. In every
-# mode with e2s_delay, "CHAINS-STREAMING <count per chain> overrun=N" gives
-# the counts and the summed ring-buffer overrun once the agent is streaming.
+# It pauses for the quiet (exact) resets and races the others. "STREAMING" once
+# the agent has every CPU's ring buffer open. In every mode with e2s_delay,
+# "CHAINS-STREAMING <count per chain> overrun=N" gives the counts and the summed
+# ring-buffer overrun once the agent has read what the ring buffers held when it
+# started (the read events of every CPU at least its entries then).
 # and console lines "STACKMAP-E2E: MARK N" after trace_marker "e2s-mark N" was
 # written and 300 ms passed (mode crash), "AGENT_CPU_TICKS", "AGENT_EXIT".
 # In mode crash each MARK round also printk()s "e2s-clock N" (/dev/kmsg): the
@@ -119,6 +121,48 @@ chains_resume() {
 	while [ -e /tmp/chains-paused ]; do usleep 2000; done
 }
 chains_counts() { awk '{ printf "%s%s", s, $2; s = " " }' $CH; }
+# streaming: the agent ($AGENT) has every CPU's trace_pipe_raw open
+streaming() {
+	_open=0 _cpus=0
+	for _f in /proc/$AGENT/fd/*; do
+		case "$(readlink "$_f" 2> /dev/null)" in
+		*/per_cpu/cpu*/trace_pipe_raw) _open=$((_open + 1)) ;;
+		esac
+	done
+	for _f in $T/per_cpu/cpu*; do _cpus=$((_cpus + 1)); done
+	[ $_open -ge $_cpus ]
+}
+# rb_field NAME: NAME's value in every CPU's ring-buffer stats, in CPU order
+rb_field() {
+	for _d in $T/per_cpu/cpu*; do
+		awk -v k="$1:" 'index($0, k) == 1 { print $NF }' $_d/stats
+	done
+}
+# caught_up BACKLOG: on every CPU the agent has read at least as many events as
+# BACKLOG (that CPU's entries when it started) says were waiting then
+caught_up() {
+	for _r in $(rb_field 'read events'); do
+		[ "$_r" -ge "$1" ] || return 1
+		shift
+	done
+}
+entries() { cat $T/per_cpu/cpu*/stats | awk '$1 == "entries:" { n += $2 } END { print n + 0 }'; }
+# copy_log FILE: FILE's lines to the console as they are written, until /tmp/log-stop
+# exists and every line was copied
+copy_log() {
+	n=0
+	while :; do
+		total=$(wc -l < "$1")
+		if [ "$total" -gt "$n" ]; then
+			sed -n "$((n + 1)),${total}p" "$1" >&2
+			n=$total
+		elif [ -e /tmp/log-stop ]; then
+			break
+		else
+			usleep 100000
+		fi
+	done
+}
 overrun() { cat $T/per_cpu/cpu*/stats | awk '$1 == "overrun:" { n += $2 } END { print n + 0 }'; }
 epoch() { sed -n 's/^epoch: *//p' $T/stack_map_stat; }
 snap() {   # snap SUFFIX: save the current epoch's map
@@ -174,21 +218,41 @@ if [ "$mode" = clockreset ]; then
 	echo 1 > $T/tracing_on
 	chains_resume
 fi
+backlog=$(rb_field entries)
 if [ "$mode" = overflow ]; then
 	: > /tmp/agent.log
 	# shellcheck disable=SC2086
 	/stackmap-guestd --exclude-self $agent_opts 2>> /tmp/agent.log &
 	AGENT=$!
-	tail -f /tmp/agent.log >&2 &
+	copy_log /tmp/agent.log &
 	TAIL=$!
 else
 	# shellcheck disable=SC2086
 	/stackmap-guestd --exclude-self $agent_opts &
 	AGENT=$!
 fi
-sleep 2
+# The agent streams once it has every CPU's ring buffer open (the end of its setup;
+# nothing it reads after that is lost unless the ring buffer overruns).
+i=0
+until streaming; do
+	kill -0 $AGENT 2> /dev/null || fail "stackmap-guestd exited during its setup"
+	[ $i -lt 1200 ] || fail "stackmap-guestd did not open every CPU's trace_pipe_raw in 60 s"
+	i=$((i + 1))
+	usleep 50000
+done
 say "STREAMING agent=$AGENT"
-[ "$delay" = 0 ] || say "CHAINS-STREAMING $(chains_counts) overrun=$(overrun)"
+if [ "$delay" != 0 ]; then
+	# what the ring buffers held when the agent started is read: from here on every
+	# event is, unless they overrun again
+	i=0
+	# shellcheck disable=SC2086
+	until caught_up $backlog; do
+		[ $i -lt 1200 ] || fail "stackmap-guestd did not read the backlog ($backlog) in 60 s"
+		i=$((i + 1))
+		usleep 50000
+	done
+	say "CHAINS-STREAMING $(chains_counts) overrun=$(overrun)"
+fi
 end=$(($(date +%s) + seconds))
 case "$mode" in
 resets)
@@ -308,15 +372,21 @@ say "CHAINS $(chains_counts)"
 echo 0 > $T/tracing_on
 say "map: $(tr '\n' ' ' < $T/stack_map_stat)"
 snap ""
-sleep 3
+# tracing is off: let the agent drain the ring buffers (the host checks what is left)
+i=0
+while [ "$(entries)" != 0 ] && [ $i -lt 300 ]; do
+	usleep 100000
+	i=$((i + 1))
+done
+[ "$(entries)" = 0 ] || say "DRAIN-WAIT $(entries) entries left after 30 s"
 set -- $(cat /proc/$AGENT/stat)
 say "AGENT_CPU_TICKS $((${14} + ${15})) hz=$(getconf CLK_TCK 2>/dev/null || echo 100)"
 kill -TERM $AGENT
 wait $AGENT
 say "AGENT_EXIT $?"
 if [ -n "$TAIL" ]; then
-	sleep 2		# tail -f copies the agent's last lines
-	kill $TAIL
+	: > /tmp/log-stop	# copy_log ends once it copied the agent's last lines
+	wait $TAIL
 fi
 cat $T/per_cpu/cpu*/stats > /tmp/stats.txt
 # A CPU whose stats still count entries after the agent drained it: keep what
