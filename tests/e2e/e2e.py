@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """End-to-end tests of the patched guest kernel under QEMU.
 
-Usage: e2e.py TEST [--workdir DIR]
+Usage: PYTHONPATH=tests/lib e2e.py TEST [--workdir DIR]
 
-Every test builds what it needs itself through the cached scripts
+Every test (through the shared harness, tests/lib/stackmap_e2e.py) builds what it
+needs itself through the cached scripts
 (guest-kernel/build-kernel, guest-kernel/initramfs/build-initramfs), boots
 the guest with guest-kernel/launch and checks what the guest reported on its
 serial console. Artifacts (console logs, files copied out of the guest) are
@@ -172,7 +173,7 @@ def t_record_baseline(workdir):
     with open(BASELINE, 'w') as f:
         f.write('# ftracetest test.d/ftrace on the UNPATCHED guest kernel '
                 '(%s, build-kernel --unpatched, 2 vCPUs, TCG).\n' % release)
-        f.write('# Regenerate with: tests/e2e/e2e.py record-baseline\n')
+        f.write('# Regenerate with: PYTHONPATH=tests/lib tests/e2e/e2e.py record-baseline\n')
         f.write('# %s\n' % summary(res))
         for desc, r in sorted(res.items()):
             f.write('%s\t%s\n' % (r, desc))
