@@ -69,6 +69,10 @@ ticks=$(param e2s_ticks 500)
 delay=$(param e2s_delay 0)
 agent_opts=$(param e2s_agent "" | tr , ' ')
 TAIL=
+# On SIGTERM the agent sends what it holds, then BYE, and exits once the host ACKed
+# the BYE: that, not a sleep, is how the host gets the stream's tail; this only
+# bounds the wait for a host that never ACKs (the host's checks then fail).
+LINGER_MS=120000
 mkdir -p /tmp/maps
 if [ "$(param e2s_trace boot)" = late ]; then
 	echo 4096 > $T/buffer_size_kb
@@ -222,13 +226,13 @@ backlog=$(rb_field entries)
 if [ "$mode" = overflow ]; then
 	: > /tmp/agent.log
 	# shellcheck disable=SC2086
-	/stackmap-guestd --exclude-self $agent_opts 2>> /tmp/agent.log &
+	/stackmap-guestd --exclude-self --linger-ms=$LINGER_MS $agent_opts 2>> /tmp/agent.log &
 	AGENT=$!
 	copy_log /tmp/agent.log &
 	TAIL=$!
 else
 	# shellcheck disable=SC2086
-	/stackmap-guestd --exclude-self $agent_opts &
+	/stackmap-guestd --exclude-self --linger-ms=$LINGER_MS $agent_opts &
 	AGENT=$!
 fi
 # The agent streams once it has every CPU's ring buffer open (the end of its setup;
@@ -372,7 +376,8 @@ say "CHAINS $(chains_counts)"
 echo 0 > $T/tracing_on
 say "map: $(tr '\n' ' ' < $T/stack_map_stat)"
 snap ""
-# tracing is off: let the agent drain the ring buffers (the host checks what is left)
+# tracing is off: let the agent drain the ring buffers (the host checks what is left;
+# SIGTERM then sends the rest, see LINGER_MS)
 i=0
 while [ "$(entries)" != 0 ] && [ $i -lt 300 ]; do
 	usleep 100000

@@ -87,7 +87,9 @@ for f in $T/events/*/*/format; do
 	cat "$f" > "$d"
 done
 (cd /tmp/formats && tar czf /tmp/formats.tar.gz .)
-/stackmap-guestd &
+# --linger-ms: on SIGTERM the agent exits once the host ACKed its BYE (all it sent),
+# or after 120 s
+/stackmap-guestd --linger-ms=120000 &
 AGENT=$!
 t=0
 while [ $t -lt 600 ]; do
@@ -97,7 +99,7 @@ while [ $t -lt 600 ]; do
 	t=$((t + 1))
 done
 say "TEXT-DRAINED $((t / 10))"
-sleep 2
+# SIGTERM: the agent sends what it read, then BYE, and exits once the host ACKed it
 kill -TERM $AGENT
 wait $AGENT
 say "AGENT_EXIT $?"
