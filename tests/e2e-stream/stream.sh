@@ -235,8 +235,10 @@ else
 	/stackmap-guestd --exclude-self --linger-ms=$LINGER_MS $agent_opts &
 	AGENT=$!
 fi
-# The agent streams once it has every CPU's ring buffer open (the end of its setup;
-# nothing it reads after that is lost unless the ring buffer overruns).
+# The agent streams once it has every CPU's ring buffer open: from then on what the
+# buffers hold is its to read, lost only if they overrun. (It opens them before its
+# metadata snapshot, so it may still be taking that; CHAINS-STREAMING below waits
+# for its first reads.)
 i=0
 until streaming; do
 	kill -0 $AGENT 2> /dev/null || fail "stackmap-guestd exited during its setup"
