@@ -15,12 +15,12 @@
  *
  * Two halves:
  *
- *  - HaClockProbe, one per connection (ingest.c): when to send the next TIME (every
+ *  - HaClockProbe, one per connection (ingest.h): when to send the next TIME (every
  *    interval, once the guest's HELLO offered TIME), each outstanding probe's t1, t2
  *    and g, matched by id whichever of reply and marker comes first. Bounded:
  *    HA_CLOCK_PENDING probes outstanding at most, each forgotten HA_CLOCK_EXPIRE_US
  *    after it was sent; replies and markers for ids it does not hold are ignored and
- *    counted. Completed probes are HaClockSamples, which ingest.c stores per boot
+ *    counted. Completed probes are HaClockSamples, which the ingest stores per boot
  *    (table clock_samples, store.h) in the transaction of its next batch.
  *
  *  - HaClockMap, one per boot (reports, exports, the fleet): the boot's stored samples

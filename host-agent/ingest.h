@@ -5,7 +5,9 @@
  * A HaConn is transport-neutral. The source (source-socket.c) reads straight into
  * ha_conn_space(), calls ha_conn_commit() and ha_conn_process(), and calls
  * ha_conn_flush() when its input runs dry; it writes whatever ha_conn_output() holds
- * (WELCOME, ACK) and calls ha_conn_close() on EOF or error.
+ * (WELCOME, ACK) and calls ha_conn_close() on EOF or error. Inside, a frame goes
+ * through the stages of ingest-int.h (session, apply, batch) over the store's typed
+ * calls (store-ingest.h).
  *
  * Memory per connection is bounded: the proto decoder's one buffer (header + max
  * payload, twice), a per-CPU batch of packed pages that is flushed at

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fuzz-ingest - libFuzzer target for one guest connection (ingest.c) on a fresh
+ * fuzz-ingest - libFuzzer target for one guest connection (ingest-*.c) on a fresh
  * in-memory store, then every report over the store it produced: a valid HELLO, the
  * 6.1 FORMAT texts and an EPOCH, then frames the fuzzer chooses. Input: records of u8
  * type, u16 length (little-endian), payload; the harness seals each as a frame with

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ingest-batch.c - what a batch holds until its commit (see ingest-int.h): each CPU's
+ * pages packed into one buffer, the stack counts of its events, the full-stack cache,
+ * and the chunks and counts written at the commit.
+ */
+#include "ingest-int.h"
+
+#include <gio/gio.h>
+#include <string.h>
+
+#include "compact.h"
+
+/*
+ * The full-stack cache: a table of FullStackEnt, each keyed by the FullStackKey at its
+ * start, so that a lookup takes a key on the stack pointing at the event's own ips.
+ */
+typedef struct {
+	guint hash;
+	uint32_t nr;
+	const uint64_t *ips;	/* host byte order */
+} FullStackKey;
+
+typedef struct {
+	FullStackKey key;	/* first: the table's key is the entry (g_free) */
+	int64_t id;		/* fullstacks.id */
+	uint64_t ips[];
+} FullStackEnt;
+
+static guint fullstack_hash_ips(const uint64_t *ips, uint32_t nr)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ nr;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		h ^= ips[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return (guint)(h ^ (h >> 32));
+}
+
+static guint fullstack_hash(gconstpointer k)
+{
+	return ((const FullStackKey *)k)->hash;
+}
+
+static gboolean fullstack_equal(gconstpointer a, gconstpointer b)
+{
+	const FullStackKey *x = a, *y = b;
+
+	return x->hash == y->hash && x->nr == y->nr &&
+	       (!x->nr || !memcmp(x->ips, y->ips, (size_t)x->nr * 8));
+}
+
+static void batch_free(gpointer p)
+{
+	CpuBatch *b = p;
+
+	g_array_unref(b->spans);
+	g_free(b->hist);
+	g_array_unref(b->hist_used);
+	g_free(b);
+}
+
+void ingest_batches_init(HaConn *c)
+{
+	c->batches = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, batch_free);
+	c->fullstacks = g_hash_table_new_full(fullstack_hash, fullstack_equal, g_free, NULL);
+	c->z = ha_chunkz_new(c->lim.zstd_level);
+}
+
+void ingest_batches_free(HaConn *c)
+{
+	if (c->compact_src) {
+		g_source_destroy(c->compact_src);
+		g_source_unref(c->compact_src);
+	}
+	g_hash_table_destroy(c->batches);
+	g_free(c->by_cpu);
+	g_free(c->pages);
+	ha_chunkz_free(c->z);
+	g_hash_table_destroy(c->fullstacks);
+}
+
+static void batch_reset(CpuBatch *b)
+{
+	g_array_set_size(b->spans, 0);
+	if (b->hist_cap > ingest_session_limits.hist_slots_min) {
+		/* a batch's peak of distinct stacks is not kept for the connection's life,
+		 * per CPU (memory bound): the next batch grows its table again */
+		g_clear_pointer(&b->hist, g_free);
+		b->hist_cap = 0;
+		g_array_unref(b->hist_used);
+		b->hist_used = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	} else {
+		for (guint i = 0; i < b->hist_used->len; i++)
+			b->hist[g_array_index(b->hist_used, uint32_t, i)].count = 0;
+		g_array_set_size(b->hist_used, 0);
+	}
+	b->first_seq = b->last_seq = 0;
+	b->ts_min = UINT64_MAX;
+	b->ts_max = 0;
+	b->pages = b->events = 0;
+	b->traced = 0;
+}
+
+void ingest_batches_start(HaConn *c, uint32_t nr_cpus)
+{
+	g_free(c->by_cpu);
+	c->by_cpu = g_new0(CpuBatch *, nr_cpus);	/* nr_cpus <= SMP_MAX_CPUS */
+}
+
+CpuBatch *ingest_batch_get(HaConn *c, uint32_t cpu)
+{
+	CpuBatch *b = cpu < c->nr_cpus && c->by_cpu ? c->by_cpu[cpu] : NULL;
+
+	if (b)
+		return b;
+	b = g_hash_table_lookup(c->batches, GUINT_TO_POINTER(cpu));
+	if (!b) {
+		b = g_new0(CpuBatch, 1);
+		b->spans = g_array_new(FALSE, FALSE, sizeof(HaChunkSpan));
+		b->hist_used = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+		batch_reset(b);
+		g_hash_table_insert(c->batches, GUINT_TO_POINTER(cpu), b);
+	}
+	if (cpu < c->nr_cpus && c->by_cpu)
+		c->by_cpu[cpu] = b;
+	return b;
+}
+
+void ingest_batch_add_page(HaConn *c, CpuBatch *b, uint64_t seq, const uint8_t *data,
+			   size_t len)
+{
+	if (!b->pages)
+		b->first_seq = seq;
+	b->last_seq = seq;
+	b->pages++;
+	/* a batch is flushed at batch_bytes of payload: this grows to that and stays */
+	if (c->pages_len + len > c->pages_cap) {
+		c->pages_cap = MAX(c->pages_len + len, MIN(2 * c->pages_cap,
+				   (size_t)c->lim.batch_bytes + c->lim.max_payload));
+		c->pages = g_realloc(c->pages, c->pages_cap);
+	}
+	memcpy(c->pages + c->pages_len, data, len);
+	g_array_append_val(b->spans, ((HaChunkSpan){ .off = (uint32_t)c->pages_len,
+						     .len = (uint32_t)len }));
+	c->pages_len += len;
+}
+
+void ingest_batches_reset(HaConn *c)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, c->batches);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		batch_reset(v);
+	c->pages_len = 0;
+}
+
+void ingest_batches_drop(HaConn *c)
+{
+	g_hash_table_remove_all(c->batches);
+	g_clear_pointer(&c->by_cpu, g_free);
+	c->pages_len = 0;
+	g_hash_table_remove_all(c->fullstacks);
+	c->fullstacks_bytes = 0;
+}
+
+static uint32_t hist_hash(uint64_t key)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+/* Twice the slots (hist_slots_min at first), the used ones moved over. */
+static void hist_grow(CpuBatch *b)
+{
+	uint32_t cap = b->hist_cap ? 2 * b->hist_cap : ingest_session_limits.hist_slots_min;
+	HistSlot *t = g_new0(HistSlot, cap);
+
+	for (guint j = 0; j < b->hist_used->len; j++) {
+		uint32_t *u = &g_array_index(b->hist_used, uint32_t, j);
+		uint32_t i = hist_hash(b->hist[*u].key) & (cap - 1);
+
+		while (t[i].count)
+			i = (i + 1) & (cap - 1);
+		t[i] = b->hist[*u];
+		*u = i;
+	}
+	g_free(b->hist);
+	b->hist = t;
+	b->hist_cap = cap;
+}
+
+/* Count one event of @key at @ts: a hash and a probe or two, nothing allocated once
+ * the table has grown to the batch's number of distinct stacks. */
+static void hist_add(CpuBatch *b, uint64_t key, uint64_t ts)
+{
+	HistSlot *e;
+	uint32_t i;
+
+	if (2 * ((uint64_t)b->hist_used->len + 1) > b->hist_cap)
+		hist_grow(b);
+	for (i = hist_hash(key) & (b->hist_cap - 1);; i = (i + 1) & (b->hist_cap - 1)) {
+		e = &b->hist[i];
+		if (!e->count) {
+			*e = (HistSlot){ .key = key, .ts_min = ts, .ts_max = ts };
+			g_array_append_val(b->hist_used, i);
+			break;
+		}
+		if (e->key == key)
+			break;
+	}
+	e->count++;
+	e->ts_min = MIN(e->ts_min, ts);
+	e->ts_max = MAX(e->ts_max, ts);
+	b->traced++;
+	b->ts_min = MIN(b->ts_min, ts);
+	b->ts_max = MAX(b->ts_max, ts);
+}
+
+/* The id of an inline stack, inserted on first sight. -1 with @error on store failure.
+ * A stack seen before costs a hash of its ips and one lookup: nothing is allocated. */
+static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr, GError **error)
+{
+	FullStackKey k = { .hash = fullstack_hash_ips(ips, nr), .nr = nr, .ips = ips };
+	const FullStackEnt *cached = g_hash_table_lookup(c->fullstacks, &k);
+	FullStackEnt *ent;
+	int64_t id;
+
+	if (cached)
+		return cached->id;
+	if (!ha_store_fullstack_id(c->store, c->boot, ips, nr, &id, error))
+		return -1;
+	if (c->fullstacks_bytes + (size_t)nr * 8 > ingest_session_limits.fullstack_cache_bytes) {
+		g_hash_table_remove_all(c->fullstacks);
+		c->fullstacks_bytes = 0;
+	}
+	c->fullstacks_bytes += sizeof(*ent) + (size_t)nr * 8 + 32;
+	ent = g_malloc(sizeof(*ent) + (size_t)nr * 8);
+	if (nr)
+		memcpy(ent->ips, ips, (size_t)nr * 8);
+	ent->key = (FullStackKey){ .hash = k.hash, .nr = nr, .ips = ent->ips };
+	ent->id = id;
+	g_hash_table_add(c->fullstacks, &ent->key);
+	return id;
+}
+
+void ingest_batch_on_paired(const HaPaired *p, void *user)
+{
+	HaConn *c = user;
+	CpuBatch *b = ingest_batch_get(c, p->cpu);
+	uint64_t key = 0;	/* no stack (hist.h) */
+
+	if (p->stack == HA_STACK_ID) {
+		/* Keep ids of epochs 2048 apart (same tag) in separate entries: the
+		 * generation of the newest epoch with this tag the stream has reached
+		 * (EPOCH records may trail their pages a little: margin). A wrong estimate
+		 * only merges their time ranges, which then resolve as unresolved. */
+		uint64_t tag = smp_id_tag(p->stack_id), gen = 0;
+		int64_t reach = c->cur_epoch + 64;
+
+		if (reach >= (int64_t)tag)
+			gen = ((uint64_t)reach - tag) >> SMP_ID_TAG_BITS;
+		key = 2 * ((gen << 31) | p->stack_id) + 2;
+	} else if (p->stack == HA_STACK_FULL) {
+		int64_t id;
+
+		if (c->cb_error)
+			return;	/* the batch fails: nothing of it is counted */
+		id = fullstack_id(c, p->ips, p->nr_ips, &c->cb_error);
+		if (id < 0)
+			return;
+		key = 2 * (uint64_t)id + 1;
+	}
+	hist_add(b, key, p->ts);
+	c->st.events++;
+}
+
+static bool write_cpu(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
+{
+	const HaChunkSpan *spans = (const HaChunkSpan *)(void *)b->spans->data;
+	HaStoreChunk ch = {
+		.cpu = cpu,
+		.pages = b->pages,
+		.first_seq = b->first_seq,
+		.last_seq = b->last_seq,
+		.ts_min = b->ts_min,
+		.ts_max = b->ts_max,
+		.events = b->events,
+		.traced = b->traced,
+		.raw_bytes = ha_chunk_packed_size(spans, b->spans->len),
+	};
+	int64_t id;
+
+	if (!b->pages && !b->hist_used->len)
+		return true;
+	ch.data = ha_chunkz_compress(c->z, c->pages, spans, b->spans->len, &ch.len, error);
+	if (!ch.data)
+		return false;
+	for (guint i = 0; i < b->hist_used->len; i++) {
+		const HistSlot *e = &b->hist[g_array_index(b->hist_used, uint32_t, i)];
+
+		if (!ha_store_add_count(c->store, c->boot, e->key, e->count, e->ts_min,
+					e->ts_max, error))
+			return false;
+	}
+	if (!ha_store_put_chunk(c->store, c->boot, &ch, &id, error))
+		return false;
+	if (!c->compact_from)
+		c->compact_from = id;
+	if (ch.raw_bytes < HA_COMPACT_SMALL)
+		c->compact_small = true;
+	return true;
+}
+
+bool ingest_batch_write(HaConn *c, GError **error)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, c->batches);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		if (!write_cpu(c, GPOINTER_TO_UINT(k), v, error))
+			return false;
+	return true;
+}
+
+/* ---- compaction (compact.h) ---------------------------------------------------- */
+
+/* One merge per call while the main loop has nothing else to do. */
+static gboolean on_compact_idle(gpointer user)
+{
+	HaConn *c = user;
+	g_autoptr(GError) e = NULL;
+	int r;
+
+	if (ha_store_in_txn(c->store))
+		r = 0;	/* a batch is open: the next commit schedules us again */
+	else
+		r = ha_compact_step(c->store, c->boot, c->compact_from, false,
+				    c->lim.zstd_level, &e);
+	if (r < 0) {
+		g_warning("%s: boot %s: merging small chunks: %s (left as they are)",
+			  c->domain, c->boot_str, e->message);
+		c->compact_off = true;
+	}
+	if (r == 1)
+		return G_SOURCE_CONTINUE;
+	g_source_unref(g_steal_pointer(&c->compact_src));
+	return G_SOURCE_REMOVE;
+}
+
+void ingest_compact_schedule(HaConn *c)
+{
+	if (c->compact_src || c->compact_off || !c->compact_small)
+		return;
+	c->compact_small = false;
+	c->compact_src = g_idle_source_new();
+	g_source_set_priority(c->compact_src, G_PRIORITY_LOW);
+	g_source_set_callback(c->compact_src, on_compact_idle, c, NULL);
+	g_source_set_static_name(c->compact_src, "host-agent chunk compaction");
+	g_source_attach(c->compact_src, g_main_context_get_thread_default());
+}
+
+void ingest_compact_finish(HaConn *c)
+{
+	g_autoptr(GError) e = NULL;
+	int r = 0;
+
+	if (c->compact_src) {
+		g_source_destroy(c->compact_src);
+		g_clear_pointer(&c->compact_src, g_source_unref);
+	}
+	if (!c->compact_from || c->compact_off || ha_store_in_txn(c->store))
+		return;
+	while ((r = ha_compact_step(c->store, c->boot, c->compact_from, true,
+				    c->lim.zstd_level, &e)) == 1)
+		;
+	if (r < 0)
+		g_warning("%s: boot %s: merging small chunks: %s (left as they are)",
+			  c->domain, c->boot_str, e->message);
+	c->compact_from = 0;
+}

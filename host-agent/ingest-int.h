@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ingest-int.h - the stages of one guest connection (ingest.h), shared by their files.
+ *
+ * A frame goes through three stages, one file each, over the store's typed calls:
+ *
+ *   ingest-session.c  the connection and its session: HELLO/WELCOME, the sequence
+ *                     (next, duplicate, gap), the group commit and the ACK after it,
+ *                     BYE, close; the read loop of every source (ha_conn_*)
+ *   ingest-apply.c    one frame of the session applied to the open transaction: the
+ *                     per-type checks (every limit from ingest_session_limits), each
+ *                     frame whole or not at all (ingest_apply())
+ *   ingest-batch.c    what a batch holds until its commit: each CPU's pages packed into
+ *                     one buffer, the stack counts of the events the pairer (pair.h)
+ *                     gives, the full-stack cache; written as one zstd chunk per CPU at
+ *                     the commit (ingest_batch_write()), and merged later off the ACK
+ *                     path (compact.h)
+ *   store-ingest.c    the only code that sees SQL (store-ingest.h)
+ *
+ * A store failure anywhere (in the pairing callback too, which cannot return one: it
+ * parks it in HaConn.cb_error) fails the frame and the batch: the session then never
+ * commits nor acknowledges it.
+ */
+#ifndef HA_INGEST_INT_H
+#define HA_INGEST_INT_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "chunk.h"
+#include "ingest.h"
+#include "pair.h"
+#include "proto.h"
+#include "store-ingest.h"
+#include "tep.h"
+
+/*
+ * What one session may make the host hold, write or log, whatever the guest sends.
+ * The configurable limits are HaLimits (ingest.h); these are fixed, in one place.
+ */
+typedef struct {
+	uint32_t map_bits_max;		/* HELLO: map slots 2 << map_bits within a stack_id */
+	uint32_t gaps_noted_max;	/* frame gaps whose positions are stored (gaps) */
+	size_t fullstack_cache_bytes;	/* ips of inline stacks cached per connection */
+	uint32_t hist_slots_min;	/* a CPU's stack-count table starts this big */
+	uint32_t log_first_n;		/* malformed frames logged per connection ... */
+	uint32_t log_every;		/* ... then one in this many */
+	size_t out_max;			/* bytes of queued WELCOME/ACK frames */
+} IngestSessionLimits;
+
+extern const IngestSessionLimits ingest_session_limits;
+
+/* The texts a guest keys as it likes, and what a boot may store of each (ingest.h). */
+enum { TEXT_KSYMS, TEXT_MODULES, TEXT_CMDLINES, TEXT_KINDS };
+
+typedef struct {
+	uint8_t type;		/* SMP_* */
+	const char *kind;	/* texts.kind */
+	uint64_t budget;	/* bytes + HA_TEXT_ROW_COST per row, per boot */
+} IngestTextKind;
+
+extern const IngestTextKind ingest_text_kinds[TEXT_KINDS];
+
+/* One stack's count in a batch; count 0: a free slot. */
+typedef struct {
+	uint64_t key;		/* hist.h */
+	uint64_t count;
+	uint64_t ts_min;
+	uint64_t ts_max;
+} HistSlot;
+
+typedef struct {
+	GArray *spans;		/* HaChunkSpan: this CPU's pages in HaConn.pages */
+	uint64_t first_seq;
+	uint64_t last_seq;
+	uint64_t ts_min;
+	uint64_t ts_max;
+	uint32_t pages;
+	uint32_t events;
+	uint64_t traced;
+	/* The batch's stack counts (hist.h keys): open addressing, hist_cap slots (a
+	 * power of two, at most half used), the used ones listed in hist_used. */
+	HistSlot *hist;
+	uint32_t hist_cap;
+	GArray *hist_used;	/* uint32_t slot indexes */
+} CpuBatch;
+
+struct _HaConn {
+	HaStore *store;
+	HaLimits lim;
+	char *domain;
+	char *peer;
+	struct smp_decoder *dec;
+
+	/* session */
+	bool hello;
+	uint8_t boot_uuid[16];
+	char boot_str[37];
+	uint64_t stream_id;
+	int64_t boot;		/* boots.id */
+	int64_t stream;		/* streams.id */
+	uint32_t nr_cpus;
+	uint32_t page_size;
+	uint32_t map_bits;
+	bool big_endian;
+	uint64_t expected;	/* next sequence number to apply */
+	uint64_t acked;		/* last ACKed */
+	bool ack_wanted;
+	int64_t cur_epoch;	/* -1 before the stream's first EPOCH */
+	unsigned int hellos;
+	bool bye;
+	bool failed;		/* a batch was rolled back: no more commits or ACKs */
+	bool warned_unparsed;
+	/* clock probes: offered in HELLO, the marker events' format, the time of the
+	 * read that completed the frame being decoded */
+	bool time_ok;
+	HaClockProbe *clk;
+	HaMarkerFormat marker;
+	HaHostTime rx_time;
+
+	/* apply */
+	HaTep *tep;
+	HaPair *pair;
+	/* counters of the open batch, added to the stream's row at its commit */
+	uint64_t d_gap, d_dup, d_malformed, d_bad_pages, orphans_saved;
+	uint64_t d_missed, d_missed_uncounted;
+	bool gap_note;		/* a gap seen, its rows due in the frame's transaction */
+	uint64_t gap_lo, gap_hi;
+	uint32_t gaps_noted;	/* rows written for so many gaps (gaps_noted_max) */
+	/* what the boot stores of each text kind (ingest_text_kinds), read at HELLO and
+	 * counted up as texts are stored; a replaced row is counted again (an upper
+	 * bound), and the count of a batch that fails is not taken back (the connection
+	 * ends) */
+	uint64_t text_used[TEXT_KINDS];
+
+	/* batch */
+	GHashTable *batches;	/* cpu -> CpuBatch, kept (emptied) across batches */
+	CpuBatch **by_cpu;	/* the same, indexed by cpu < nr_cpus */
+	uint8_t *pages;		/* the batch's pages of every CPU, in arrival order */
+	size_t pages_len, pages_cap;	/* cap <= batch_bytes + max_payload */
+	HaChunkZ *z;
+	/* Compaction (compact.h) of the chunks this connection stored, id >= compact_from,
+	 * from a low-priority idle source while the connection waits for input. */
+	int64_t compact_from;	/* 0: none stored yet */
+	bool compact_small;	/* the last commit stored a small chunk */
+	bool compact_off;	/* it failed once: left alone for this connection */
+	GSource *compact_src;
+	GHashTable *fullstacks;	/* FullStackKey (of a FullStackEnt) -> its FullStackEnt */
+	size_t fullstacks_bytes;
+	uint32_t batch_bytes;
+	uint32_t batch_frames;
+	gint64 pending_since;
+	/* The first store failure inside a pairing callback, which cannot return one:
+	 * taken by ingest_take_store_error() before the frame counts as applied, and by
+	 * ha_conn_flush() before any commit, so the batch fails with it. */
+	GError *cb_error;
+
+	/* output */
+	GByteArray *out;
+	GArray *out_lens;	/* guint: each queued frame's length, oldest first */
+	size_t head_sent;	/* bytes of the oldest queued frame already sent */
+	HaConnStats st;
+};
+
+/* ---- ingest-session.c ---------------------------------------------------------- */
+
+/* Count (and log, rate-limited) a frame dropped as malformed; its seq is consumed. */
+void ingest_malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...)
+	G_GNUC_PRINTF(3, 4);
+
+/* A store failure seen in a callback fails the frame being applied (and its batch). */
+bool ingest_take_store_error(HaConn *c, GError **error);
+
+/* ---- ingest-apply.c ------------------------------------------------------------ */
+
+/* Apply the sequenced frame @f (not HELLO) to the open transaction. False with
+ * @error on store failure only: a malformed frame is counted and skipped. */
+bool ingest_apply(HaConn *c, const struct smp_frame *f, GError **error);
+
+/* Store where the gap c->gap_lo..gap_hi fell (table gaps), in the frame's
+ * transaction. */
+bool ingest_note_gap(HaConn *c, GError **error);
+
+/* ---- ingest-batch.c ------------------------------------------------------------ */
+
+void ingest_batches_init(HaConn *c);
+void ingest_batches_free(HaConn *c);
+/* The session's geometry is known (HELLO): @nr_cpus CPUs. */
+void ingest_batches_start(HaConn *c, uint32_t nr_cpus);
+CpuBatch *ingest_batch_get(HaConn *c, uint32_t cpu);
+/* Append one PAGE's data (seq @seq) to CPU @b's batch. */
+void ingest_batch_add_page(HaConn *c, CpuBatch *b, uint64_t seq, const uint8_t *data,
+			   size_t len);
+/* The pairer's callback (pair.h): counts the event into its CPU's batch. */
+void ingest_batch_on_paired(const HaPaired *p, void *user);
+/* Every CPU's chunk and stack counts into the open transaction. */
+bool ingest_batch_write(HaConn *c, GError **error);
+/* Empty every CPU's batch after a commit, keeping their memory for the next one. */
+void ingest_batches_reset(HaConn *c);
+/* Forget the batches and the full-stack cache (a session ends). */
+void ingest_batches_drop(HaConn *c);
+
+/* Merge the small chunks a commit stored, from an idle source (compact.h). */
+void ingest_compact_schedule(HaConn *c);
+/* The stream ends: merge what is still small, then stop. */
+void ingest_compact_finish(HaConn *c);
+
+#endif /* HA_INGEST_INT_H */
