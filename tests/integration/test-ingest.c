@@ -3,7 +3,8 @@
  * Unit tests: one HaConn fed frames directly (no socket): WELCOME resume point,
  * ACK only after commit and cumulative, duplicates acknowledged but not applied, a
  * gap counted, a frame before HELLO refused, a batch over the quota rolled back and
- * never acknowledged, a store failure inside the pairing callback failing its batch,
+ * never acknowledged, a store failure inside the pairing callback failing its batch
+ * (and one in a frame's rows, and one in the rows written at the commit),
  * small chunks merged at the end of the stream.
  */
 #include <glib/gstdio.h>
@@ -178,15 +179,18 @@ static bool send_page_fullstack(HaConn *c, uint64_t seq, uint64_t ip0, GError **
 	return n > 0 && send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
 }
 
+/* Prepared here, not through the store's cache: that one keys statements by the SQL's
+ * address, and these texts are built and freed, so a later text could take a freed
+ * one's address and find its statement. */
 static int64_t q1(HaStore *s, const char *sql)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
+	sqlite3_stmt *st = NULL;
 	int64_t v = -1;
 
-	if (st && sqlite3_step(st) == SQLITE_ROW)
+	if (sqlite3_prepare_v2(ha_store_db(s), sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_int64(st, 0);
-	if (st)
-		sqlite3_reset(st);
+	sqlite3_finalize(st);
 	return v;
 }
 
@@ -505,7 +509,7 @@ int main(void)
 				{
 					g_autofree char *data = g_strdup_printf("SELECT data FROM"
 						" chunks WHERE boot = %" PRId64, boot);
-					sqlite3_stmt *st = ha_store_stmt(s, data, NULL);
+					sqlite3_stmt *st = NULL;
 					g_autoptr(GBytes) in = NULL;
 					size_t off = 0;
 					const uint8_t *pg;
@@ -513,11 +517,12 @@ int main(void)
 					int pages = 0;
 					uint64_t ts = 0, ts_ok = 1;
 
-					if (st && sqlite3_step(st) == SQLITE_ROW)
+					if (sqlite3_prepare_v2(ha_store_db(s), data, -1, &st,
+							       NULL) == SQLITE_OK &&
+					    sqlite3_step(st) == SQLITE_ROW)
 						in = ha_chunk_decompress(sqlite3_column_blob(st, 0),
 							(size_t)sqlite3_column_bytes(st, 0), NULL);
-					if (st)
-						sqlite3_reset(st);
+					sqlite3_finalize(st);
 					while (in && ha_chunk_next_page(in, &off, &pg, &len)) {
 						memcpy(&ts, pg, 8);	/* the page's time stamp */
 						ts_ok &= ts == 1000 * (page_seq + (uint64_t)pages);
@@ -528,6 +533,74 @@ int main(void)
 				}
 			}
 			ha_conn_free(c);
+		}
+	}
+
+	/*
+	 * A store failure at any stage fails the batch the same way: in a frame's own
+	 * row (epochs, written when the frame is applied) and in the rows written only at
+	 * the commit (stack_counts and chunks, ingest-batch.c). The error reaches the
+	 * caller, nothing of the batch is acknowledged (not at close either) and the
+	 * stream's stored resume point stays before it.
+	 */
+	{
+		static const struct {
+			const char *table;
+			const char *fault;
+			const char *next_seq;
+			const char *chunks;
+		} at[] = {
+			{ "epochs",
+			  "CREATE TRIGGER fault BEFORE INSERT ON epochs BEGIN"
+			  " SELECT RAISE(ABORT, 'injected fault'); END",
+			  "SELECT next_seq FROM streams WHERE stream_id = 100",
+			  "SELECT COUNT(*) FROM chunks c JOIN boots b ON c.boot = b.id"
+			  " WHERE hex(b.boot_uuid) LIKE '1402%'" },
+			{ "stack_counts",
+			  "CREATE TRIGGER fault BEFORE INSERT ON stack_counts BEGIN"
+			  " SELECT RAISE(ABORT, 'injected fault'); END",
+			  "SELECT next_seq FROM streams WHERE stream_id = 101",
+			  "SELECT COUNT(*) FROM chunks c JOIN boots b ON c.boot = b.id"
+			  " WHERE hex(b.boot_uuid) LIKE '1502%'" },
+			{ "chunks",
+			  "CREATE TRIGGER fault BEFORE INSERT ON chunks BEGIN"
+			  " SELECT RAISE(ABORT, 'injected fault'); END",
+			  "SELECT next_seq FROM streams WHERE stream_id = 102",
+			  "SELECT COUNT(*) FROM chunks c JOIN boots b ON c.boot = b.id"
+			  " WHERE hex(b.boot_uuid) LIKE '1602%'" },
+		};
+
+		for (guint i = 0; i < G_N_ELEMENTS(at); i++) {
+			uint64_t seq = 1, first;
+			bool ok;
+
+			boot_id[0] = (uint8_t)(20 + i);	/* 0x14.., 0x15.., 0x16.. */
+			c = ha_conn_new(s, &lim, "t", "test");
+			CHECK(send_hello_geo(c, 100 + i, 2, 4096, 10, 0, &e) &&
+			      send_formats(c, &seq, &e) && ha_conn_flush(c, &e) &&
+			      last_out(c, SMP_ACK) == seq - 1, "%s: formats acknowledged (%s)",
+			      at[i].table, e ? e->message : "ok");
+			g_clear_error(&e);
+			first = seq;
+			CHECK(ha_store_exec(s, at[i].fault, &e), "fault injected on %s inserts",
+			      at[i].table);
+			ok = send_epoch(c, seq, 0, &e) &&
+			     send_page_fullstack(c, seq + 1, 0xffffffff81000200ull, &e) &&
+			     ha_conn_flush(c, &e);
+			CHECK(!ok && e && strstr(e->message, "injected fault"),
+			      "%s: the batch fails with the store's error: %s", at[i].table,
+			      e ? e->message : "none");
+			g_clear_error(&e);
+			CHECK(last_out(c, SMP_ACK) == 0, "%s: nothing of it acknowledged",
+			      at[i].table);
+			ha_conn_close(c);
+			CHECK(last_out(c, SMP_ACK) == 0, "%s: nor when the connection closes",
+			      at[i].table);
+			ha_conn_free(c);
+			CHECK(ha_store_exec(s, "DROP TRIGGER fault", &e), "fault removed");
+			CHECK(q1(s, at[i].next_seq) == (int64_t)first && q1(s, at[i].chunks) == 0,
+			      "%s: no chunk stored, the stream resumes at seq %" PRIu64,
+			      at[i].table, first);
 		}
 	}
 
