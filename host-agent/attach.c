@@ -241,10 +241,6 @@ static char *get_xml(virDomainPtr dom, const char *name, unsigned int flags, VsI
 	return xml;
 }
 
-static void silence(void *user, virErrorPtr e)
-{
-}
-
 /*
  * The <channel> element of @xml whose target is org.stackmap.0 (g_free), or NULL.
  * @xml is libvirt's own formatting of the domain (single quotes, one element per
@@ -316,7 +312,7 @@ bool ha_attach(const char *uri, const char *name, bool attach, char **ret_note,
 	VsInfo live_vs = { 0 }, conf_vs = { 0 };
 	bool active, persistent, ok = false;
 
-	virSetErrorFunc(NULL, silence);
+	ha_lv_quiet();
 	c = virConnectOpen(uri);
 	if (!c) {
 		g_autofree char *why = ha_lv_error();

@@ -11,12 +11,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "libvirt-err.h"
 #include "source.h"
 #include "store.h"
-
-#define BACKOFF_MIN_MS	100u
-#define BACKOFF_MAX_MS	5000u
 
 typedef struct {
 	HaStore *store;
@@ -31,9 +29,8 @@ struct _HaFleet {
 	virConnectPtr lv;
 	int lifecycle_cb;
 	int device_cb;
-	guint retry;
+	HaBackoff retry;
 	guint idle;
-	unsigned int backoff_ms;
 	GHashTable *doms;	/* name -> FleetDom * (NULL: skipped) */
 };
 
@@ -131,19 +128,9 @@ static void on_device_added(virConnectPtr c, virDomainPtr dom, const char *alias
 	consider(opaque, dom);
 }
 
-static void schedule(HaFleet *f);
-
 static void disconnect(HaFleet *f)
 {
-	if (!f->lv)
-		return;
-	if (f->lifecycle_cb >= 0)
-		virConnectDomainEventDeregisterAny(f->lv, f->lifecycle_cb);
-	if (f->device_cb >= 0)
-		virConnectDomainEventDeregisterAny(f->lv, f->device_cb);
-	f->lifecycle_cb = f->device_cb = -1;
-	virConnectClose(f->lv);
-	f->lv = NULL;
+	ha_lv_disconnect(&f->lv, &f->lifecycle_cb, &f->device_cb);
 }
 
 static gboolean on_closed_idle(gpointer user)
@@ -152,7 +139,7 @@ static gboolean on_closed_idle(gpointer user)
 
 	f->idle = 0;
 	disconnect(f);	/* each domain's source reconnects by itself */
-	schedule(f);
+	ha_backoff_schedule(&f->retry);
 	return G_SOURCE_REMOVE;
 }
 
@@ -169,27 +156,11 @@ static bool fleet_connect(HaFleet *f, GError **error)
 	virDomainPtr *doms = NULL;
 	int n;
 
-	f->lv = virConnectOpen(f->uri);
-	if (!f->lv) {
-		g_autofree char *why = ha_lv_error();
-
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt %s: %s",
-			    f->uri ? f->uri : "(default URI)", why);
+	f->lv = ha_lv_connect(f->uri, on_lifecycle, on_device_added, on_close, f,
+			      &f->lifecycle_cb, &f->device_cb, error);
+	if (!f->lv)
 		return false;
-	}
-	virConnectSetKeepAlive(f->lv, 5, 3);
-	virConnectRegisterCloseCallback(f->lv, on_close, f, NULL);
-	/* One call at a time: the next call would reset the error of a failed one. */
-	n = -1;
-	f->lifecycle_cb = virConnectDomainEventRegisterAny(f->lv, NULL,
-			VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle),
-			f, NULL);
-	if (f->lifecycle_cb >= 0)
-		f->device_cb = virConnectDomainEventRegisterAny(f->lv, NULL,
-				VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
-				VIR_DOMAIN_EVENT_CALLBACK(on_device_added), f, NULL);
-	if (f->lifecycle_cb >= 0 && f->device_cb >= 0)
-		n = virConnectListAllDomains(f->lv, &doms, 0);
+	n = virConnectListAllDomains(f->lv, &doms, 0);
 	if (n < 0) {
 		g_autofree char *why = ha_lv_error();
 
@@ -202,7 +173,7 @@ static bool fleet_connect(HaFleet *f, GError **error)
 		virDomainFree(doms[i]);
 	}
 	free(doms);
-	f->backoff_ms = BACKOFF_MIN_MS;
+	ha_backoff_reset(&f->retry);
 	g_message("all domains: serving %u with the stackmap channel",
 		  g_hash_table_size(f->doms));
 	return true;
@@ -213,21 +184,13 @@ static gboolean on_retry(gpointer user)
 	HaFleet *f = user;
 	g_autoptr(GError) e = NULL;
 
-	f->retry = 0;
 	if (fleet_connect(f, &e))
 		return G_SOURCE_REMOVE;
-	if (f->backoff_ms == BACKOFF_MIN_MS)
+	if (ha_backoff_first(&f->retry))
 		g_message("all domains: %s; retrying with backoff up to %u ms", e->message,
-			  BACKOFF_MAX_MS);
-	f->backoff_ms = MIN(f->backoff_ms * 2, BACKOFF_MAX_MS);
-	schedule(f);
+			  HA_BACKOFF_MAX_MS);
+	ha_backoff_schedule(&f->retry);
 	return G_SOURCE_REMOVE;
-}
-
-static void schedule(HaFleet *f)
-{
-	if (!f->retry)
-		f->retry = g_timeout_add(f->backoff_ms, on_retry, f);
 }
 
 HaFleet *ha_fleet_new(const char *uri, const char *state_dir, const HaLimits *limits)
@@ -239,7 +202,7 @@ HaFleet *ha_fleet_new(const char *uri, const char *state_dir, const HaLimits *li
 	f->state_dir = g_strdup(state_dir);
 	f->limits = *limits;
 	f->lifecycle_cb = f->device_cb = -1;
-	f->backoff_ms = BACKOFF_MIN_MS;
+	ha_backoff_init(&f->retry, on_retry, f);
 	f->doms = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, dom_free);
 	return f;
 }
@@ -254,8 +217,7 @@ void ha_fleet_free(HaFleet *f)
 	if (!f)
 		return;
 	disconnect(f);
-	if (f->retry)
-		g_source_remove(f->retry);
+	ha_backoff_cancel(&f->retry);
 	if (f->idle)
 		g_source_remove(f->idle);
 	g_hash_table_destroy(f->doms);

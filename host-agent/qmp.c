@@ -11,10 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "crash.h"
 
-#define BACKOFF_MIN_MS	100u
-#define BACKOFF_MAX_MS	5000u
 #define LINE_MAX_BYTES	(64 * 1024)
 
 struct _HaQmp {
@@ -24,16 +23,13 @@ struct _HaQmp {
 
 	int fd;			/* -1 when not connected */
 	guint watch;
-	guint retry_timer;
-	unsigned int backoff_ms;
+	HaBackoff retry;
 	bool ready;		/* qmp_capabilities answered */
 	bool skipping;		/* dropping the rest of an over-long line */
 	bool panicked;		/* GUEST_PANICKED seen from this QEMU */
 	int64_t alive_since;	/* real time when this QEMU was first seen */
 	GString *line;
 };
-
-static void schedule_connect(HaQmp *q);
 
 static void qmp_close(HaQmp *q, const char *why, bool reconnect)
 {
@@ -53,7 +49,7 @@ static void qmp_close(HaQmp *q, const char *why, bool reconnect)
 	q->panicked = false;
 	g_string_truncate(q->line, 0);
 	if (reconnect)
-		schedule_connect(q);
+		ha_backoff_schedule(&q->retry);
 }
 
 /*
@@ -232,23 +228,15 @@ static gboolean on_retry(gpointer user)
 {
 	HaQmp *q = user;
 
-	q->retry_timer = 0;
 	if (try_connect(q)) {
-		q->backoff_ms = BACKOFF_MIN_MS;
+		ha_backoff_reset(&q->retry);
 		return G_SOURCE_REMOVE;
 	}
-	if (q->backoff_ms == BACKOFF_MIN_MS)
+	if (ha_backoff_first(&q->retry))
 		g_message("%s: QMP %s not available, retrying with backoff up to %u ms",
-			  q->domain, q->path, BACKOFF_MAX_MS);
-	q->backoff_ms = MIN(q->backoff_ms * 2, BACKOFF_MAX_MS);
-	schedule_connect(q);
+			  q->domain, q->path, HA_BACKOFF_MAX_MS);
+	ha_backoff_schedule(&q->retry);
 	return G_SOURCE_REMOVE;
-}
-
-static void schedule_connect(HaQmp *q)
-{
-	if (!q->retry_timer)
-		q->retry_timer = g_timeout_add(q->backoff_ms, on_retry, q);
 }
 
 HaQmp *ha_qmp_new(const char *path, HaStore *store, const char *domain)
@@ -259,7 +247,7 @@ HaQmp *ha_qmp_new(const char *path, HaStore *store, const char *domain)
 	q->store = store;
 	q->domain = g_strdup(domain);
 	q->fd = -1;
-	q->backoff_ms = BACKOFF_MIN_MS;
+	ha_backoff_init(&q->retry, on_retry, q);
 	q->line = g_string_new(NULL);
 	return q;
 }
@@ -275,8 +263,7 @@ void ha_qmp_free(HaQmp *q)
 	if (!q)
 		return;
 	qmp_close(q, "host-agent stopping", false);
-	if (q->retry_timer)
-		g_source_remove(q->retry_timer);
+	ha_backoff_cancel(&q->retry);
 	g_string_free(q->line, TRUE);
 	g_free(q->path);
 	g_free(q->domain);

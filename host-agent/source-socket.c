@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* source-socket.c - QEMU chardev unix socket source (see source.h). */
+/*
+ * source-socket.c - QEMU chardev unix socket source (see source.h).
+ *
+ * Only the socket's side of it lives here: connecting (with backoff) or listening and
+ * accepting, one guest at a time. Each connection is an fd link (link.h) run by a
+ * connection driver (conn-driver.h), like every other source's.
+ */
 #include "source.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
 #include <string.h>
@@ -11,33 +16,24 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define BACKOFF_MIN_MS	100u
-#define BACKOFF_MAX_MS	5000u
-#define READS_PER_WAKE	64	/* then yield to the main loop */
+#include "backoff.h"
+#include "conn-driver.h"
+#include "link.h"
 
 struct _HaSource {
 	char *path;
 	bool listen;
+	bool stopping;		/* no reconnection from here on */
 	HaStore *store;
 	HaLimits limits;
 	char *domain;
 
 	int listen_fd;
 	guint listen_watch;
-	guint retry_timer;
-	unsigned int backoff_ms;
+	HaBackoff retry;
 
-	int fd;			/* the guest connection, -1 when none */
-	guint watch;
-	guint out_watch;	/* G_IO_OUT while output is left over, else 0 */
-	guint more_idle;	/* reading goes on from here after READS_PER_WAKE */
-	guint commit_timer;
-	guint probe_timer;	/* clock probes (ha_conn_time_probe()) */
-	HaConn *conn;
+	HaDriver *drv;		/* the guest connection, NULL when none */
 };
-
-static void link_close(HaSource *s, const char *why);
-static void schedule_connect(HaSource *s);
 
 static bool sockaddr_for(const char *path, struct sockaddr_un *sa, GError **error)
 {
@@ -52,205 +48,31 @@ static bool sockaddr_for(const char *path, struct sockaddr_un *sa, GError **erro
 	return true;
 }
 
-/* Send what the connection holds; true while some of it is left for later. */
-static bool send_output(HaSource *s)
-{
-	size_t len;
-	const uint8_t *out = ha_conn_output(s->conn, &len);
-
-	while (len) {
-		ssize_t n = send(s->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				return true;
-			/* the read side sees the broken connection and closes it */
-			g_debug("%s: write: %s", s->path, g_strerror(errno));
-			return false;
-		}
-		ha_conn_output_done(s->conn, (size_t)n);
-		out = ha_conn_output(s->conn, &len);
-	}
-	return false;
-}
-
-static gboolean on_writable(gint fd, GIOCondition cond, gpointer user)
+/* The connection ended by itself (conn-driver.h): reconnect, or wait for the next. */
+static void on_ended(HaDriver *drv, void *user)
 {
 	HaSource *s = user;
 
-	if (send_output(s))
-		return G_SOURCE_CONTINUE;
-	s->out_watch = 0;
-	return G_SOURCE_REMOVE;
-}
-
-/*
- * What the socket does not take now waits for G_IO_OUT, never for the next input: a
- * guest that stops sending until it has its ACK (after BYE, say) must still get it.
- */
-static void write_output(HaSource *s)
-{
-	if (send_output(s)) {
-		if (!s->out_watch)
-			s->out_watch = g_unix_fd_add(s->fd, G_IO_OUT, on_writable, s);
-	} else if (s->out_watch) {
-		g_source_remove(s->out_watch);
-		s->out_watch = 0;
-	}
-}
-
-static bool flush(HaSource *s)
-{
-	g_autoptr(GError) e = NULL;
-
-	if (s->commit_timer) {
-		g_source_remove(s->commit_timer);
-		s->commit_timer = 0;
-	}
-	if (!ha_conn_flush(s->conn, &e)) {
-		g_critical("%s: %s", s->domain, e->message);
-		return false;
-	}
-	write_output(s);
-	return true;
-}
-
-static gboolean on_commit_timer(gpointer user)
-{
-	HaSource *s = user;
-
-	s->commit_timer = 0;
-	if (!flush(s))
-		link_close(s, NULL);
-	return G_SOURCE_REMOVE;
-}
-
-/* The input ran dry: commit now, or when the batch's oldest frame is old enough. */
-static bool input_idle(HaSource *s)
-{
-	guint due = ha_conn_commit_due_ms(s->conn);
-
-	if (!due)
-		return flush(s);
-	if (!s->commit_timer)
-		s->commit_timer = g_timeout_add(due, on_commit_timer, s);
-	write_output(s);
-	return true;
-}
-
-static ssize_t read_fd(void *ctx, uint8_t *buf, size_t len)
-{
-	ssize_t n = read(*(const int *)ctx, buf, len);
-
-	return n < 0 ? -errno : n;
-}
-
-static gboolean on_more_input(gpointer user);
-
-/*
- * Read and apply what the socket holds, READS_PER_WAKE reads at a time. The watch is
- * level-triggered: when those reads happened to take the last bytes, it never fires
- * again for them, so the rest of the work (reading on to EAGAIN, then the commit and
- * its ACK) goes on from an idle callback, never from the next input, which a guest
- * waiting for its ACK does not send. False when the link was closed.
- */
-static bool read_input(HaSource *s)
-{
-	g_autoptr(GError) e = NULL;
-
-	switch (ha_conn_read(s->conn, READS_PER_WAKE, read_fd, &s->fd, &e)) {
-	case HA_READ_MORE:
-		write_output(s);
-		if (!s->more_idle)
-			s->more_idle = g_idle_add(on_more_input, s);
-		return true;
-	case HA_READ_DRY:
-		if (input_idle(s))
-			return true;
-		link_close(s, NULL);
-		return false;
-	case HA_READ_END:
-		link_close(s, "guest side closed the connection");
-		return false;
-	case HA_READ_FAILED:
-	default:
-		g_warning("%s: %s: closing the connection: %s", s->domain, s->path, e->message);
-		link_close(s, NULL);
-		return false;
-	}
-}
-
-static gboolean on_more_input(gpointer user)
-{
-	HaSource *s = user;
-
-	s->more_idle = 0;
-	read_input(s);
-	return G_SOURCE_REMOVE;
-}
-
-static gboolean on_readable(gint fd, GIOCondition cond, gpointer user)
-{
-	return read_input(user) ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
-}
-
-static gboolean on_probe_timer(gpointer user)
-{
-	HaSource *s = user;
-
-	if (ha_conn_time_probe(s->conn))
-		write_output(s);
-	return G_SOURCE_CONTINUE;
+	ha_driver_free(drv, NULL);
+	s->drv = NULL;
+	if (!s->listen && !s->stopping)
+		ha_backoff_schedule(&s->retry);
 }
 
 static void link_open(HaSource *s, int fd)
 {
+	g_autoptr(GError) e = NULL;
 	g_autofree char *peer = g_strdup_printf("socket %s", s->path);
+	HaDriver *drv = ha_driver_new(ha_link_new_fd(fd, peer), s->store, &s->limits,
+				      s->domain, on_ended, s, &e);
 
-	g_unix_set_fd_nonblocking(fd, TRUE, NULL);
-	s->fd = fd;
-	s->conn = ha_conn_new(s->store, &s->limits, s->domain, peer);
-	s->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_readable, s);
-	if (s->limits.time_probe_ms)
-		s->probe_timer = g_timeout_add(s->limits.time_probe_ms, on_probe_timer, s);
-	g_message("%s: connected (%s)", s->domain, peer);
-}
-
-/* @why: NULL when the reason was already logged. Keep the watch bookkeeping exact:
- * called from on_readable, whose watch is removed by its return value. */
-static void link_close(HaSource *s, const char *why)
-{
-	if (s->fd < 0)
+	if (!drv) {
+		g_warning("%s: %s", s->domain, e->message);
+		if (!s->listen)
+			ha_backoff_schedule(&s->retry);
 		return;
-	if (why)
-		g_message("%s: %s: %s", s->domain, s->path, why);
-	if (s->watch && g_main_current_source() &&
-	    g_source_get_id(g_main_current_source()) == s->watch)
-		s->watch = 0;	/* our caller returns G_SOURCE_REMOVE */
-	if (s->watch)
-		g_source_remove(s->watch);
-	s->watch = 0;
-	if (s->more_idle)
-		g_source_remove(s->more_idle);
-	s->more_idle = 0;
-	if (s->out_watch)
-		g_source_remove(s->out_watch);
-	s->out_watch = 0;
-	if (s->commit_timer)
-		g_source_remove(s->commit_timer);
-	s->commit_timer = 0;
-	if (s->probe_timer)
-		g_source_remove(s->probe_timer);
-	s->probe_timer = 0;
-	ha_conn_close(s->conn);
-	ha_conn_free(s->conn);
-	s->conn = NULL;
-	close(s->fd);
-	s->fd = -1;
-	if (!s->listen)
-		schedule_connect(s);
+	}
+	s->drv = drv;
 }
 
 static bool try_connect(HaSource *s)
@@ -276,23 +98,15 @@ static gboolean on_retry(gpointer user)
 {
 	HaSource *s = user;
 
-	s->retry_timer = 0;
 	if (try_connect(s)) {
-		s->backoff_ms = BACKOFF_MIN_MS;
+		ha_backoff_reset(&s->retry);
 		return G_SOURCE_REMOVE;
 	}
-	if (s->backoff_ms == BACKOFF_MIN_MS)
+	if (ha_backoff_first(&s->retry))
 		g_message("%s: %s not available, retrying with backoff up to %u ms", s->domain,
-			  s->path, BACKOFF_MAX_MS);
-	s->backoff_ms = MIN(s->backoff_ms * 2, BACKOFF_MAX_MS);
-	schedule_connect(s);
+			  s->path, HA_BACKOFF_MAX_MS);
+	ha_backoff_schedule(&s->retry);
 	return G_SOURCE_REMOVE;
-}
-
-static void schedule_connect(HaSource *s)
-{
-	if (!s->retry_timer)
-		s->retry_timer = g_timeout_add(s->backoff_ms, on_retry, s);
 }
 
 static gboolean on_accept(gint fd, GIOCondition cond, gpointer user)
@@ -302,12 +116,8 @@ static gboolean on_accept(gint fd, GIOCondition cond, gpointer user)
 
 	if (c < 0)
 		return G_SOURCE_CONTINUE;
-	if (s->fd >= 0) {
-		g_warning("%s: %s: refusing a second connection while a guest is connected",
-			  s->domain, s->path);
-		close(c);
-		return G_SOURCE_CONTINUE;
-	}
+	/* A second guest while one is connected is refused by the driver (one
+	 * connection per store); QEMU (server=off, reconnect) comes back. */
 	link_open(s, c);
 	return G_SOURCE_CONTINUE;
 }
@@ -323,9 +133,8 @@ HaSource *ha_source_new_socket(const char *path, bool listening, HaStore *store,
 	s->store = store;
 	s->limits = *limits;
 	s->domain = g_strdup(domain);
-	s->fd = -1;
 	s->listen_fd = -1;
-	s->backoff_ms = BACKOFF_MIN_MS;
+	ha_backoff_init(&s->retry, on_retry, s);
 	if (!sockaddr_for(path, &sa, error)) {
 		ha_source_free(s);
 		return NULL;
@@ -358,17 +167,16 @@ bool ha_source_start(HaSource *s, GError **error)
 
 bool ha_source_connected(const HaSource *s)
 {
-	return s->fd >= 0;
+	return s->drv != NULL;
 }
 
 void ha_source_free(HaSource *s)
 {
 	if (!s)
 		return;
-	s->listen = true;	/* no reconnection from here on */
-	link_close(s, "host-agent stopping");
-	if (s->retry_timer)
-		g_source_remove(s->retry_timer);
+	s->stopping = true;
+	ha_driver_free(s->drv, "host-agent stopping");
+	ha_backoff_cancel(&s->retry);
 	if (s->listen_watch)
 		g_source_remove(s->listen_watch);
 	if (s->listen_fd >= 0) {

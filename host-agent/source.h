@@ -2,12 +2,14 @@
 /*
  * source.h - where guest connections come from.
  *
- * A HaSource produces byte-stream connections to one guest's port and runs each
- * through a HaConn (ingest.h) on the GLib main loop; it owns reconnection. Today:
- * a unix socket (QEMU -chardev socket, as client of a server=on chardev or as the
- * server a server=off chardev connects to). Later: libvirt (virDomainOpenChannel and
- * lifecycle events), behind the same three calls. A directory of VM sockets
- * (--socket-dir) is a set of socket sources, one per VM.
+ * A source produces byte-stream connections to one guest's port and owns
+ * reconnection; each connection is a link (link.h) that the one connection driver
+ * (conn-driver.h) runs through a HaConn (ingest.h) on the GLib main loop, the same
+ * way for every source. Sources: a unix socket (QEMU -chardev socket, as client of a
+ * server=on chardev or as the server a server=off chardev connects to), a directory
+ * of VM sockets (--socket-dir, a set of socket sources, one per VM), a libvirt
+ * domain's channel (virDomainOpenChannel and lifecycle events), and every libvirt
+ * domain with the channel (fleet.h). Retries use backoff.h.
  */
 #ifndef HA_SOURCE_H
 #define HA_SOURCE_H
@@ -23,7 +25,8 @@ typedef struct _HaSource HaSource;
 /*
  * A unix-socket source. @listen false: connect to @path (QEMU server=on), retrying
  * with backoff while it is absent or after it went away. @listen true: bind @path and
- * accept one guest at a time (QEMU server=off, which reconnects by itself).
+ * accept one guest at a time (QEMU server=off, which reconnects by itself; the driver
+ * refuses a second connection to the store while one runs).
  * @store must outlive the source. Returns NULL with @error (e.g. bind failed).
  * Free with ha_source_free().
  */

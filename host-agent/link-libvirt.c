@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * link-libvirt.c - a libvirt channel's non-blocking virStream as a HaLink (link.h).
+ *
+ * The stream's events come through libvirt's event loop, which gvir_event_register()
+ * (ha_libvirt_init()) put on GLib's main loop. READABLE, HANGUP and ERROR all mean
+ * "read now" (the read returns the data, 0 or the error); WRITABLE is asked for only
+ * while want-write is on. virStreamRecv/Send return -2 for "would block".
+ */
+#include "link-libvirt.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <libvirt/virterror.h>
+
+#include "libvirt-err.h"
+#include "link-impl.h"
+
+#define IO_MAX	(1u << 20)	/* one virStreamRecv/Send at most (an int) */
+#define READ_EVENTS	(VIR_STREAM_EVENT_READABLE | VIR_STREAM_EVENT_ERROR | \
+			 VIR_STREAM_EVENT_HANGUP)
+
+typedef struct {
+	HaLink link;
+	virStreamPtr st;
+	bool cb;		/* the event callback is registered */
+} StreamLink;
+
+static void on_stream(virStreamPtr st, int events, void *opaque)
+{
+	HaLinkEvents ev = 0;
+
+	if (events & VIR_STREAM_EVENT_WRITABLE)
+		ev |= HA_LINK_WRITABLE;
+	if (events & READ_EVENTS)
+		ev |= HA_LINK_READABLE;
+	if (ev)
+		ha_link_notify(opaque, ev);
+}
+
+static bool st_start(HaLink *l, GError **error)
+{
+	StreamLink *s = (StreamLink *)l;
+
+	if (virStreamEventAddCallback(s->st, READ_EVENTS, on_stream, s, NULL) < 0) {
+		g_autofree char *why = ha_lv_error();
+
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "stream events: %s", why);
+		return false;
+	}
+	s->cb = true;
+	return true;
+}
+
+static ssize_t st_read(HaLink *l, uint8_t *buf, size_t len)
+{
+	StreamLink *s = (StreamLink *)l;
+	int n;
+
+	n = virStreamRecv(s->st, (char *)buf, MIN(len, IO_MAX));
+	if (n == -2)
+		return -EAGAIN;
+	if (n < 0) {
+		g_autofree char *why = ha_lv_error();
+
+		g_message("%s: read: %s", l->name, why);
+		return -EIO;
+	}
+	return n;
+}
+
+static ssize_t st_write(HaLink *l, const uint8_t *buf, size_t len)
+{
+	StreamLink *s = (StreamLink *)l;
+	int n = virStreamSend(s->st, (const char *)buf, MIN(len, IO_MAX));
+
+	if (n == -2 || n == 0)
+		return -EAGAIN;
+	if (n < 0) {
+		g_autofree char *why = ha_lv_error();
+
+		g_message("%s: write: %s", l->name, why);
+		return -EIO;
+	}
+	return n;
+}
+
+static void st_want_write(HaLink *l, bool want)
+{
+	StreamLink *s = (StreamLink *)l;
+
+	if (s->cb)
+		virStreamEventUpdateCallback(s->st, READ_EVENTS |
+					     (want ? VIR_STREAM_EVENT_WRITABLE : 0));
+}
+
+static void st_close(HaLink *l)
+{
+	StreamLink *s = (StreamLink *)l;
+
+	if (s->cb)
+		virStreamEventRemoveCallback(s->st);
+	virStreamAbort(s->st);
+	virStreamFree(s->st);
+	g_free(s);
+}
+
+static const HaLinkOps stream_ops = {
+	.start = st_start,
+	.read = st_read,
+	.write = st_write,
+	.want_write = st_want_write,
+	.close = st_close,
+};
+
+HaLink *ha_link_new_virstream(virStreamPtr st, const char *name)
+{
+	StreamLink *s = g_new0(StreamLink, 1);
+
+	ha_link_init(&s->link, &stream_ops, name);
+	s->st = st;
+	return &s->link;
+}

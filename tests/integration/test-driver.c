@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the connection driver (conn-driver.h), the one code every source runs
+ * its connections through: a real HaConn and store under the driver, over a scripted
+ * link (a HaLink backend whose reads, room for writes and errors the test sets) and
+ * over a real socketpair (the fd link). Checked: output the link does not take waits
+ * for its writable notification, not for more input, and want-write goes off once it
+ * is written; a batch is committed and acknowledged by the timer when the input runs
+ * dry, with no further input; a write error ends the connection (the stream recorded
+ * as disconnected) and tells the owner, who may free the driver from there; drain
+ * applies and acknowledges everything buffered, past the reads-per-wake limit; on a
+ * socket whose peer stopped reading, the write error ends the connection; a second
+ * connection on a store while one runs is refused, and taken once the first ended.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn-driver.h"
+#include "link-impl.h"
+#include "proto.h"
+#include "tap.h"
+
+/* ---- a scripted link ----------------------------------------------------------- */
+
+typedef struct {
+	GByteArray *in;		/* what the guest sent, from in_off on unread */
+	size_t in_off;
+	size_t read_max;	/* bytes per read at most */
+	GByteArray *out;	/* what the host wrote */
+	size_t room;		/* bytes writes take now */
+	int write_err;		/* a -errno writes return when set */
+	bool want_write;
+	bool closed;
+	HaLink *link;		/* NULL once closed */
+} Script;
+
+typedef struct {
+	HaLink link;
+	Script *sc;
+} ScriptLink;
+
+static bool sl_start(HaLink *l, GError **error)
+{
+	return true;
+}
+
+static ssize_t sl_read(HaLink *l, uint8_t *buf, size_t len)
+{
+	Script *sc = ((ScriptLink *)l)->sc;
+	size_t n = MIN(MIN(len, sc->read_max), sc->in->len - sc->in_off);
+
+	if (!n)
+		return -EAGAIN;
+	memcpy(buf, sc->in->data + sc->in_off, n);
+	sc->in_off += n;
+	return (ssize_t)n;
+}
+
+static ssize_t sl_write(HaLink *l, const uint8_t *buf, size_t len)
+{
+	Script *sc = ((ScriptLink *)l)->sc;
+	size_t n = MIN(len, sc->room);
+
+	if (sc->write_err)
+		return sc->write_err;
+	if (!n)
+		return -EAGAIN;
+	g_byte_array_append(sc->out, buf, (guint)n);
+	sc->room -= n;
+	return (ssize_t)n;
+}
+
+static void sl_want_write(HaLink *l, bool want)
+{
+	((ScriptLink *)l)->sc->want_write = want;
+}
+
+static void sl_close(HaLink *l)
+{
+	Script *sc = ((ScriptLink *)l)->sc;
+
+	sc->closed = true;
+	sc->link = NULL;
+	g_free(l);
+}
+
+static const HaLinkOps script_ops = {
+	.start = sl_start, .read = sl_read, .write = sl_write,
+	.want_write = sl_want_write, .close = sl_close,
+};
+
+static HaLink *script_link(Script *sc)
+{
+	ScriptLink *l = g_new0(ScriptLink, 1);
+
+	memset(sc, 0, sizeof(*sc));
+	sc->in = g_byte_array_new();
+	sc->out = g_byte_array_new();
+	sc->read_max = 1u << 20;
+	sc->room = SIZE_MAX;
+	ha_link_init(&l->link, &script_ops, "script");
+	l->sc = sc;
+	sc->link = &l->link;
+	return &l->link;
+}
+
+static void script_free(Script *sc)
+{
+	g_byte_array_unref(sc->in);
+	g_byte_array_unref(sc->out);
+}
+
+/* ---- frames -------------------------------------------------------------------- */
+
+static uint8_t boot_id[16] = { 7, 7, 7 };
+
+static void put_frame(GByteArray *to, uint8_t type, uint64_t seq, const void *p, size_t len)
+{
+	g_autofree uint8_t *buf = g_malloc(SMP_HDR_SIZE + len);
+	long n = smp_frame_encode(buf, SMP_HDR_SIZE + len, type, 0, seq, p, len);
+
+	g_assert(n > 0);
+	g_byte_array_append(to, buf, (guint)n);
+}
+
+static void put_hello(GByteArray *to)
+{
+	uint8_t p[128];
+	struct smp_hello h = {
+		.stream_id = 9, .text_addr = 0xffffffff81000000ull, .nr_cpus = 2,
+		.page_size = 4096, .map_bits = 10, .max_depth = 64,
+		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
+	};
+	long n;
+
+	memcpy(h.boot_id, boot_id, 16);
+	n = smp_hello_encode(&h, p, sizeof(p));
+	g_assert(n > 0);
+	put_frame(to, SMP_HELLO, 0, p, (size_t)n);
+}
+
+static void put_epoch(GByteArray *to, uint64_t seq, uint64_t epoch)
+{
+	uint8_t p[64];
+	long n = smp_delta_put_epoch(p, sizeof(p), epoch, 1000 + epoch);
+
+	g_assert(n > 0);
+	put_frame(to, SMP_EPOCH, seq, p, (size_t)n);
+}
+
+/* What the host wrote: the WELCOME's resume seq (0: none) and the last ACK (0: none). */
+static void parse_out(const GByteArray *out, uint64_t *ret_welcome, uint64_t *ret_ack)
+{
+	struct smp_decoder *d = smp_decoder_new(64);
+	struct smp_frame f;
+
+	*ret_welcome = *ret_ack = 0;
+	smp_decoder_feed(d, out->data, out->len);
+	while (smp_decoder_next(d, &f, NULL) == 1) {
+		if (f.type == SMP_ACK)
+			smp_ack_decode(ret_ack, f.payload, f.len);
+		if (f.type == SMP_WELCOME) {
+			struct smp_welcome w;
+
+			smp_welcome_decode(&w, f.payload, f.len);
+			*ret_welcome = w.resume_seq;
+		}
+	}
+	smp_decoder_free(d);
+}
+
+static uint64_t last_ack(const GByteArray *out)
+{
+	uint64_t w, a;
+
+	parse_out(out, &w, &a);
+	return a;
+}
+
+/* Run the main loop until @cond or 5 s (a bound for a broken build, not a timing). */
+static bool iterate_until(bool (*cond)(void *), void *arg)
+{
+	gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+
+	while (!cond(arg) && g_get_monotonic_time() < end)
+		if (!g_main_context_iteration(NULL, FALSE))
+			g_usleep(1000);
+	return cond(arg);
+}
+
+typedef struct {
+	Script *sc;
+	uint64_t ack;
+} AckWait;
+
+static bool acked(void *p)
+{
+	AckWait *w = p;
+
+	return last_ack(w->sc->out) >= w->ack;
+}
+
+/* ---- the owner's side ------------------------------------------------------------ */
+
+typedef struct {
+	HaDriver *drv;
+	int ended;
+	bool free_in_ended;
+} Owner;
+
+static void on_ended(HaDriver *d, void *user)
+{
+	Owner *o = user;
+
+	o->ended++;
+	if (o->free_in_ended) {
+		ha_driver_free(d, NULL);
+		o->drv = NULL;
+	}
+}
+
+/* The driver queued an ACK of this seq (committed), written or not. */
+typedef struct {
+	HaDriver *drv;
+	uint64_t seq;
+} QueuedWait;
+
+static bool ack_queued(void *p)
+{
+	QueuedWait *q = p;
+	const HaConnStats *st = ha_driver_stats(q->drv);
+
+	return st && st->acked >= q->seq;
+}
+
+static bool owner_ended(void *p)
+{
+	return ((Owner *)p)->ended > 0;
+}
+
+static char *boot_ended(const char *db)
+{
+	sqlite3 *s;
+	sqlite3_stmt *st;
+	char *v = NULL;
+
+	if (sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		return NULL;
+	if (sqlite3_prepare_v2(s, "SELECT ended FROM boots", -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			v = g_strdup((const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(s);
+	return v;
+}
+
+int main(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("ha-driver-XXXXXX", NULL);
+	g_autofree char *db = g_build_filename(dir, "t.db", NULL);
+	g_autofree char *db2 = g_build_filename(dir, "u.db", NULL);
+	g_autofree char *ended = NULL;
+	GError *e = NULL;
+	HaStore *store = ha_store_open(db, false, &e);
+	HaLimits lim;
+	Script sc;
+	Owner o = { 0 };
+	uint64_t welcome, ack;
+	AckWait w = { &sc, 0 };
+
+	g_assert(store);
+	ha_limits_default(&lim);
+	lim.time_probe_ms = 0;
+
+	/* 1. WELCOME into a link with no room: waits for WRITABLE, not for input. */
+	o.drv = ha_driver_new(script_link(&sc), store, &lim, "t", on_ended, &o, &e);
+	CHECK(o.drv != NULL, "driver over a scripted link");
+	sc.room = 0;
+	put_hello(sc.in);
+	ha_link_notify(sc.link, HA_LINK_READABLE);
+	CHECK(sc.out->len == 0 && sc.want_write, "a WELCOME the link cannot take: want-write"
+	      " on (%u bytes out, want %d)", sc.out->len, sc.want_write);
+	sc.room = 5;
+	ha_link_notify(sc.link, HA_LINK_WRITABLE);
+	CHECK(sc.out->len == 5 && sc.want_write, "5 bytes of room: 5 written, want-write"
+	      " stays on (%u)", sc.out->len);
+	sc.room = SIZE_MAX;
+	ha_link_notify(sc.link, HA_LINK_WRITABLE);
+	parse_out(sc.out, &welcome, &ack);
+	CHECK(welcome == 1 && !sc.want_write, "writable: the whole WELCOME (resume %" PRIu64
+	      "), want-write off", welcome);
+
+	/* 2. A frame, then nothing: the commit timer commits and ACKs it. */
+	put_epoch(sc.in, 1, 0);
+	put_epoch(sc.in, 2, 1);
+	ha_link_notify(sc.link, HA_LINK_READABLE);
+	w.ack = 2;
+	CHECK(iterate_until(acked, &w), "input dry: ACK 2 by the commit timer, no more input"
+	      " (ACK %" PRIu64 ")", last_ack(sc.out));
+
+	/* 3. ACK behind a full link, then written on WRITABLE alone. */
+	sc.room = 0;
+	put_epoch(sc.in, 3, 2);
+	ha_link_notify(sc.link, HA_LINK_READABLE);
+	CHECK(iterate_until(ack_queued, &(QueuedWait){ o.drv, 3 }) && sc.want_write &&
+	      last_ack(sc.out) == 2, "ACK 3, committed by the timer, waits in a full link");
+	sc.room = SIZE_MAX;
+	ha_link_notify(sc.link, HA_LINK_WRITABLE);
+	CHECK(last_ack(sc.out) == 3 && !sc.want_write, "and is written when writable (%"
+	      PRIu64 ")", last_ack(sc.out));
+
+	/* 4. A write error ends the connection; the owner frees the driver right there. */
+	o.free_in_ended = true;
+	sc.write_err = -EPIPE;
+	put_epoch(sc.in, 4, 3);
+	ha_link_notify(sc.link, HA_LINK_READABLE);
+	CHECK(iterate_until(owner_ended, &o), "write error: the owner is told");
+	CHECK(o.ended == 1 && o.drv == NULL && sc.closed, "once, the link closed, the driver"
+	      " freed from the callback");
+	ended = boot_ended(db);
+	CHECK(ended && strcmp(ended, "disconnected") == 0, "boot recorded '%s'",
+	      ended ? ended : "(null)");
+	script_free(&sc);
+	ha_store_free(store);
+
+	/* 5. drain: frames in reads of 7 bytes, far past the reads per wake-up. */
+	store = ha_store_open(db2, false, &e);
+	o = (Owner){ 0 };
+	o.drv = ha_driver_new(script_link(&sc), store, &lim, "t", on_ended, &o, &e);
+	sc.read_max = 7;
+	put_hello(sc.in);
+	for (uint64_t i = 1; i <= 40; i++)
+		put_epoch(sc.in, i, i - 1);
+	CHECK(ha_driver_drain(o.drv) && sc.in_off == sc.in->len, "drain read all %u bytes"
+	      " (%zu)", sc.in->len, sc.in_off);
+	CHECK(last_ack(sc.out) == 40, "drain committed and acknowledged up to 40 (%" PRIu64
+	      ")", last_ack(sc.out));
+	{
+		Script sc2;
+		HaDriver *second = ha_driver_new(script_link(&sc2), store, &lim, "t",
+						 on_ended, &o, &e);
+
+		CHECK(!second && g_error_matches(e, G_IO_ERROR, G_IO_ERROR_BUSY) &&
+		      sc2.closed, "a second connection on the store is refused: %s",
+		      e ? e->message : "accepted");
+		g_clear_error(&e);
+		script_free(&sc2);
+	}
+	ha_driver_free(o.drv, "test done");
+	CHECK(sc.closed && o.ended == 0, "freed by its owner: link closed, no ended call");
+	script_free(&sc);
+	{
+		Script sc3;
+		HaDriver *next = ha_driver_new(script_link(&sc3), store, &lim, "t", on_ended,
+					       &o, &e);
+
+		CHECK(next != NULL, "once it ended, the next connection is taken");
+		ha_driver_free(next, NULL);
+		script_free(&sc3);
+	}
+	ha_store_free(store);
+
+	/* 6. A real socket whose peer stopped reading: the write error ends it. */
+	{
+		g_autofree char *db3 = g_build_filename(dir, "v.db", NULL);
+		g_autoptr(GByteArray) hello = g_byte_array_new();
+		int sv[2];
+
+		store = ha_store_open(db3, false, &e);
+		CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+		o = (Owner){ 0 };
+		o.free_in_ended = true;
+		o.drv = ha_driver_new(ha_link_new_fd(sv[0], "socketpair"), store, &lim, "t",
+				      on_ended, &o, &e);
+		shutdown(sv[1], SHUT_RD);
+		put_hello(hello);
+		CHECK(write(sv[1], hello->data, hello->len) == (ssize_t)hello->len,
+		      "HELLO sent by a guest that reads nothing");
+		CHECK(iterate_until(owner_ended, &o) && o.drv == NULL,
+		      "the WELCOME's write fails (EPIPE): the connection ends");
+		close(sv[1]);
+		ha_store_free(store);
+	}
+
+	g_unlink(db);
+	g_unlink(db2);
+	return tap_done();
+}
