@@ -13,9 +13,6 @@
 const IngestSessionLimits ingest_session_limits = {
 	/* slot index in bits 0..SMP_ID_SLOT_BITS-1 of a stack_id: 2 << map_bits slots */
 	.map_bits_max = SMP_ID_SLOT_BITS - 1,
-	/* beyond, streams.gap_frames alone counts them (a guest cannot make the host
-	 * write nr_cpus rows per frame) */
-	.gaps_noted_max = 256,
 	.fullstack_cache_bytes = 16u << 20,
 	.hist_slots_min = 256,
 	.log_first_n = 10,
@@ -175,6 +172,7 @@ static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
 	size_t off = 0;
 	int r;
 	uint32_t slots = c->map_bits ? 2u << c->map_bits : 0;
+	uint64_t nrec = 0, added = 0;
 
 	if (c->cur_epoch < 0) {
 		ingest_malformed(c, f, "STACKS before the stream's first EPOCH");
@@ -190,9 +188,19 @@ static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
 					 rec.stack_id, c->cur_epoch, slots);
 			return true;
 		}
+		nrec++;
 	}
 	if (r < 0 || off != f->len) {
 		ingest_malformed(c, f, "truncated or invalid delta record at offset %zu", off);
+		return true;
+	}
+	/* Records already stored (a re-read after a gap) add no row, but the frame is
+	 * refused when all of them might: the bound holds without a query per record. */
+	if (c->rows.stacks + nrec > c->lim.max_stacks) {
+		c->st.rows_refused++;
+		ingest_malformed(c, f, "%" PRIu64 " stacks: the boot holds %" PRIu64 ", the"
+				 " limit is %" PRIu64 ": not stored (their events count as"
+				 " orphans)", nrec, c->rows.stacks, c->lim.max_stacks);
 		return true;
 	}
 	/*
@@ -204,11 +212,12 @@ static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
 		return false;
 	off = 0;
 	while (smp_delta_next(f->payload, f->len, &off, &rec) == 1) {
-		bool conflict;
+		bool conflict, one;
 
 		if (!ha_store_put_stack(c->store, c->boot, c->cur_epoch, &rec, &conflict,
-					error))
+					&one, error))
 			return false;
+		added += one;
 		if (conflict) {
 			if (!ha_store_stacks_end(c->store, false, error))
 				return false;
@@ -218,13 +227,17 @@ static bool on_stacks(HaConn *c, const struct smp_frame *f, GError **error)
 			return true;
 		}
 	}
-	return ha_store_stacks_end(c->store, true, error);
+	if (!ha_store_stacks_end(c->store, true, error))
+		return false;
+	c->rows.stacks += added;
+	return true;
 }
 
 static bool on_epoch(HaConn *c, const struct smp_frame *f, GError **error)
 {
 	struct smp_delta_rec rec;
 	size_t off = 0;
+	bool added;
 	int r = smp_delta_next(f->payload, f->len, &off, &rec);
 
 	if (r != 1 || off != f->len || rec.kind != SMP_DELTA_EPOCH) {
@@ -236,8 +249,17 @@ static bool on_epoch(HaConn *c, const struct smp_frame *f, GError **error)
 				 c->cur_epoch);
 		return true;
 	}
-	if (!ha_store_put_epoch(c->store, c->boot, rec.epoch, rec.timestamp, error))
+	if (c->rows.epochs >= c->lim.max_epochs && (int64_t)rec.epoch != c->cur_epoch) {
+		/* Refused, like a malformed frame: the epoch's STACKS are refused too
+		 * (their ids carry its tag) and its events count as orphans. */
+		c->st.rows_refused++;
+		ingest_malformed(c, f, "epoch %" PRIu64 ": the boot holds %" PRIu64 " epochs,"
+				 " the limit: not stored", rec.epoch, c->rows.epochs);
+		return true;
+	}
+	if (!ha_store_put_epoch(c->store, c->boot, rec.epoch, rec.timestamp, &added, error))
 		return false;
+	c->rows.epochs += added;
 	c->cur_epoch = (int64_t)rec.epoch;
 	return true;
 }
@@ -285,6 +307,15 @@ static bool on_stats(HaConn *c, const struct smp_frame *f, GError **error)
 		struct smp_stat s;
 
 		smp_stats_get(f->payload, i, &s);
+		if (s.key >= HA_STAT_KEYS) {
+			/* unknown: ignored (PROTOCOL.md 4.7), and not a row per key */
+			if (!c->warned_stat_key)
+				g_message("%s: boot %s: STATS key %u ignored (keys 0..%u are"
+					  " stored)", c->domain, c->boot_str, s.key,
+					  HA_STAT_KEYS - 1);
+			c->warned_stat_key = true;
+			continue;
+		}
 		if (!ha_store_put_stat(c->store, c->boot, c->stream, s.key, s.value, error))
 			return false;
 	}
@@ -347,9 +378,11 @@ bool ingest_note_gap(HaConn *c, GError **error)
 	g_autofree int64_t *after = g_new0(int64_t, c->nr_cpus ? c->nr_cpus : 1);
 
 	c->gap_note = false;
-	if (c->gaps_noted >= ingest_session_limits.gaps_noted_max || !c->nr_cpus)
+	/* Beyond HaLimits.max_gaps per boot, streams.gap_frames alone counts them (a
+	 * guest cannot make the host write nr_cpus rows per frame without end). */
+	if (c->rows.gaps >= c->lim.max_gaps || !c->nr_cpus)
 		return true;
-	c->gaps_noted++;
+	c->rows.gaps++;
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
 		if (c->by_cpu[cpu] && c->by_cpu[cpu]->events)
 			after[cpu] = (int64_t)c->by_cpu[cpu]->ts_max;

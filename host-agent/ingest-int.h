@@ -41,7 +41,6 @@
  */
 typedef struct {
 	uint32_t map_bits_max;		/* HELLO: map slots 2 << map_bits within a stack_id */
-	uint32_t gaps_noted_max;	/* frame gaps whose positions are stored (gaps) */
 	size_t fullstack_cache_bytes;	/* ips of inline stacks cached per connection */
 	uint32_t hist_slots_min;	/* a CPU's stack-count table starts this big */
 	uint32_t log_first_n;		/* malformed frames logged per connection ... */
@@ -127,7 +126,11 @@ struct _HaConn {
 	uint64_t d_missed, d_missed_uncounted;
 	bool gap_note;		/* a gap seen, its rows due in the frame's transaction */
 	uint64_t gap_lo, gap_hi;
-	uint32_t gaps_noted;	/* rows written for so many gaps (gaps_noted_max) */
+	/* what the boot stores in the tables whose keys the guest chooses (the row
+	 * limits of HaLimits, ingest.h), read at HELLO and counted up as rows are
+	 * added (gaps: distinct gaps); like text_used, an upper bound */
+	HaStoreBootRows rows;
+	bool warned_stat_key;	/* a STATS key >= HA_STAT_KEYS ignored (logged once) */
 	/* what the boot stores of each text kind (ingest_text_kinds), read at HELLO and
 	 * counted up as texts are stored; a replaced row is counted again (an upper
 	 * bound), and the count of a batch that fails is not taken back (the connection

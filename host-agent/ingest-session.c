@@ -27,6 +27,11 @@ void ha_limits_default(HaLimits *l)
 		 * larger on the synthetic pages. */
 		.zstd_level = 2,
 		.time_probe_ms = HA_CLOCK_PROBE_MS,
+		.max_boots = HA_BOOTS_MAX_DEFAULT,
+		.max_streams = HA_STREAMS_MAX_DEFAULT,
+		.max_epochs = HA_EPOCHS_MAX_DEFAULT,
+		.max_stacks = HA_STACKS_MAX_DEFAULT,
+		.max_gaps = HA_GAPS_MAX_DEFAULT,
 	};
 }
 
@@ -391,12 +396,25 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 		}
 		if (!ha_store_boot_resume(c->store, c->boot, now, error))
 			return false;
-	} else if (!ha_store_boot_insert(c->store, h, now, &c->boot, error)) {
-		return false;
+	} else {
+		uint64_t boots;
+
+		if (!ha_store_boot_count(c->store, &boots, error))
+			return false;
+		if (boots >= c->lim.max_boots) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+				    "HELLO of a new boot %s: the store holds %" PRIu64 " boots,"
+				    " the limit: refused (move the store away to start a new"
+				    " one)", c->boot_str, boots);
+			return false;
+		}
+		if (!ha_store_boot_insert(c->store, h, now, &c->boot, error))
+			return false;
 	}
 	/* Any other boot still open, or left disconnected, ended without a BYE and the
 	 * domain has booted again since: it crashed (or was reset). */
 	if (!ha_store_boots_crash_others(c->store, c->boot, error) ||
+	    !ha_store_boot_rows(c->store, c->boot, &c->rows, error) ||
 	    !ha_store_stream_find(c->store, c->boot, h->stream_id, &found, &c->stream,
 				  &c->expected, &epoch, error))
 		return false;
@@ -412,8 +430,16 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 			return false;
 		}
 	} else {
+		if (c->rows.streams >= c->lim.max_streams) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+				    "HELLO of a new stream %016" PRIx64 " of boot %s: the boot"
+				    " holds %" PRIu64 " streams, the limit: refused",
+				    h->stream_id, c->boot_str, c->rows.streams);
+			return false;
+		}
 		if (!ha_store_stream_insert(c->store, c->boot, h->stream_id, &c->stream, error))
 			return false;
+		c->rows.streams++;
 		c->expected = 1;
 	}
 	if (!ha_store_commit(c->store, error))
@@ -466,6 +492,7 @@ static bool end_session(HaConn *c, GError **error)
 	c->bye = false;
 	c->cur_epoch = -1;
 	c->warned_unparsed = false;
+	c->warned_stat_key = false;
 	c->orphans_saved = 0;
 	c->time_ok = false;
 	c->marker.type = -1;

@@ -51,6 +51,33 @@
 #define HA_TEXT_MODULES_MAX	(16ull << 20)
 #define HA_TEXT_CMDLINES_MAX	(32ull << 20)
 
+/*
+ * Rows a guest can make a store hold in the tables keyed by numbers it chooses (the
+ * texts have their budgets above; chunks are bounded by the disk quota; LOST rows by
+ * nr_cpus per stream; STATS by HA_STAT_KEYS per stream). HaLimits holds them (tests
+ * lower them); at each bound the host says so and stores nothing beyond it:
+ *   boots per store      a HELLO of a new boot is refused (the connection ends with
+ *                        the error, logged); the boots stored stay as they are
+ *   streams per boot     a HELLO of a new stream of the boot is refused the same way
+ *   epochs per boot      an EPOCH beyond is refused (malformed, logged); the stacks of
+ *                        that epoch then are too, and its events count as orphans
+ *   stacks per boot      a STACKS frame that would store more is refused (malformed,
+ *                        logged), its events count as orphans
+ *   gap positions        per boot (rows of table gaps, nr_cpus per gap): beyond,
+ *                        streams.gap_frames alone counts the frames
+ * The defaults leave room for years of a real guest: a reboot a day for 100 years,
+ * an agent restart every minute for a month of one boot, a map reset a minute for
+ * two years, and 16 M distinct stacks.
+ */
+#define HA_BOOTS_MAX_DEFAULT	36500u
+#define HA_STREAMS_MAX_DEFAULT	43200u
+#define HA_EPOCHS_MAX_DEFAULT	(1u << 20)
+#define HA_STACKS_MAX_DEFAULT	(16ull << 20)
+#define HA_GAPS_MAX_DEFAULT	4096u
+/* STATS keys stored per stream: keys 0..HA_STAT_KEYS-1 (PROTOCOL.md 4.7 defines up to
+ * 25); others are ignored, as the protocol says, and logged once per session. */
+#define HA_STAT_KEYS		256u
+
 /* The disk quota of a domain's store unless configured (--quota-mb; 0: none). */
 #define HA_QUOTA_DEFAULT_MB	1024u
 #define HA_QUOTA_DEFAULT_BYTES	((uint64_t)HA_QUOTA_DEFAULT_MB << 20)
@@ -64,6 +91,11 @@ typedef struct {
 	uint32_t batch_frames;	/* ... or this many frames */
 	int zstd_level;
 	uint32_t time_probe_ms;	/* clock probes (clocksync.h) this often, 0: none */
+	uint32_t max_boots;	/* boots per store (HA_BOOTS_MAX_DEFAULT) */
+	uint32_t max_streams;	/* streams per boot */
+	uint32_t max_epochs;	/* epochs per boot */
+	uint64_t max_stacks;	/* stacks rows per boot, every epoch */
+	uint32_t max_gaps;	/* gaps whose positions are stored, per boot */
 } HaLimits;
 
 void ha_limits_default(HaLimits *l);
@@ -142,6 +174,7 @@ typedef struct {
 	uint64_t commits;
 	uint64_t acked;
 	uint64_t texts_refused;	/* KSYMS/MODULES/CMDLINES beyond the boot's budget */
+	uint64_t rows_refused;	/* EPOCH/STACKS frames beyond the boot's row limits */
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
 /* The clock probes of this connection (clocksync.h). */

@@ -159,6 +159,46 @@ bool ha_store_stream_insert(HaStore *s, int64_t boot, uint64_t stream_id,
 	return true;
 }
 
+bool ha_store_boot_count(HaStore *s, uint64_t *ret, GError **error)
+{
+	sqlite3_stmt *st = STMT(s, "SELECT COUNT(*) FROM boots", error);
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		*ret = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW) {
+		ha_store_set_error(s, error, "count boots");
+		return false;
+	}
+	return true;
+}
+
+bool ha_store_boot_rows(HaStore *s, int64_t boot, HaStoreBootRows *ret, GError **error)
+{
+	sqlite3_stmt *st = STMT(s, "SELECT (SELECT COUNT(*) FROM streams WHERE boot = ?1),"
+				" (SELECT COUNT(*) FROM epochs WHERE boot = ?1),"
+				" (SELECT COUNT(*) FROM stacks WHERE boot = ?1),"
+				" (SELECT COUNT(*) FROM (SELECT DISTINCT stream, seq_lo FROM gaps"
+				" WHERE boot = ?1))", error);
+	int rc;
+
+	sqlite3_bind_int64(st, 1, boot);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		ret->streams = (uint64_t)sqlite3_column_int64(st, 0);
+		ret->epochs = (uint64_t)sqlite3_column_int64(st, 1);
+		ret->stacks = (uint64_t)sqlite3_column_int64(st, 2);
+		ret->gaps = (uint64_t)sqlite3_column_int64(st, 3);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW) {
+		ha_store_set_error(s, error, "count a boot's rows");
+		return false;
+	}
+	return true;
+}
+
 bool ha_store_text_use(HaStore *s, int64_t boot, const char *kind, uint64_t *ret_rows,
 		       uint64_t *ret_bytes, GError **error)
 {
@@ -250,7 +290,8 @@ bool ha_store_stacks_begin(HaStore *s, GError **error)
 }
 
 bool ha_store_put_stack(HaStore *s, int64_t boot, int64_t epoch,
-			const struct smp_delta_rec *rec, bool *ret_conflict, GError **error)
+			const struct smp_delta_rec *rec, bool *ret_conflict, bool *ret_added,
+			GError **error)
 {
 	sqlite3_stmt *st = STMT(s, "INSERT OR IGNORE INTO stacks(boot, epoch, stack_id,"
 				" nr, ref_count, ips) VALUES(?,?,?,?,?,?)", error);
@@ -258,6 +299,7 @@ bool ha_store_put_stack(HaStore *s, int64_t boot, int64_t epoch,
 	int rc;
 
 	*ret_conflict = false;
+	*ret_added = false;
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_int64(st, 2, epoch);
 	sqlite3_bind_int64(st, 3, rec->stack_id);
@@ -266,8 +308,10 @@ bool ha_store_put_stack(HaStore *s, int64_t boot, int64_t epoch,
 	sqlite3_bind_blob(st, 6, rec->ips, (int)len, SQLITE_STATIC);
 	if (!step_done(s, st, error, "insert stack"))
 		return false;
-	if (sqlite3_changes(ha_store_db(s)) > 0)
+	if (sqlite3_changes(ha_store_db(s)) > 0) {
+		*ret_added = true;
 		return true;
+	}
 	/* An id already stored for this epoch: normal when the stack is the same (the
 	 * guest re-reads the whole map after a gap), a conflict otherwise. */
 	st = STMT(s, "SELECT ips FROM stacks WHERE boot = ? AND epoch = ? AND stack_id = ?",
@@ -295,7 +339,7 @@ bool ha_store_stacks_end(HaStore *s, bool keep, GError **error)
 }
 
 bool ha_store_put_epoch(HaStore *s, int64_t boot, uint64_t epoch, uint64_t start_ts,
-			GError **error)
+			bool *ret_added, GError **error)
 {
 	sqlite3_stmt *st = STMT(s, "INSERT OR IGNORE INTO epochs(boot, epoch, tag, start_ts)"
 				" VALUES(?,?,?,?)", error);
@@ -304,7 +348,10 @@ bool ha_store_put_epoch(HaStore *s, int64_t boot, uint64_t epoch, uint64_t start
 	sqlite3_bind_int64(st, 2, (int64_t)epoch);
 	sqlite3_bind_int64(st, 3, smp_epoch_tag(epoch));
 	sqlite3_bind_int64(st, 4, (int64_t)start_ts);
-	return step_done(s, st, error, "insert epoch");
+	if (!step_done(s, st, error, "insert epoch"))
+		return false;
+	*ret_added = sqlite3_changes(ha_store_db(s)) > 0;
+	return true;
 }
 
 bool ha_store_put_lost(HaStore *s, int64_t boot, int64_t stream,

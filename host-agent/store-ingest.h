@@ -61,6 +61,19 @@ bool ha_store_stream_find(HaStore *s, int64_t boot, uint64_t stream_id, bool *re
 bool ha_store_stream_insert(HaStore *s, int64_t boot, uint64_t stream_id,
 			    int64_t *ret_stream, GError **error);
 
+/* How many boots the store holds. */
+bool ha_store_boot_count(HaStore *s, uint64_t *ret, GError **error);
+
+/* The rows @boot holds in the tables whose keys the guest chooses (ingest.h's row
+ * limits): streams, epochs, stacks (every epoch), and gaps (distinct gaps, not rows). */
+typedef struct {
+	uint64_t streams;
+	uint64_t epochs;
+	uint64_t stacks;
+	uint64_t gaps;
+} HaStoreBootRows;
+bool ha_store_boot_rows(HaStore *s, int64_t boot, HaStoreBootRows *ret, GError **error);
+
 /* Rows and text bytes the boot stores of the texts of @kind (every stream). */
 bool ha_store_text_use(HaStore *s, int64_t boot, const char *kind, uint64_t *ret_rows,
 		       uint64_t *ret_bytes, GError **error);
@@ -89,15 +102,18 @@ bool ha_store_put_text(HaStore *s, int64_t boot, const char *kind, const char *n
  * ha_store_stacks_end() (a savepoint), so that a frame is stored whole or not at all.
  * ha_store_put_stack() sets *ret_conflict when the id is already stored for that
  * epoch with other frames (the stored one is kept); the caller then ends with @keep
- * false, which takes back every record of the frame.
+ * false, which takes back every record of the frame. *ret_added: a new row (not an
+ * id stored already).
  */
 bool ha_store_stacks_begin(HaStore *s, GError **error);
 bool ha_store_put_stack(HaStore *s, int64_t boot, int64_t epoch,
-			const struct smp_delta_rec *rec, bool *ret_conflict, GError **error);
+			const struct smp_delta_rec *rec, bool *ret_conflict, bool *ret_added,
+			GError **error);
 bool ha_store_stacks_end(HaStore *s, bool keep, GError **error);
 
+/* *ret_added: a new row (not an epoch stored already). */
 bool ha_store_put_epoch(HaStore *s, int64_t boot, uint64_t epoch, uint64_t start_ts,
-			GError **error);
+			bool *ret_added, GError **error);
 /* The latest LOST counters of one CPU of @stream, and the agent's own drops. */
 bool ha_store_put_lost(HaStore *s, int64_t boot, int64_t stream,
 		       const struct smp_lost_cpu *lc, GError **error);
