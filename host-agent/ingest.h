@@ -2,10 +2,11 @@
 /*
  * ingest.h - one guest connection: decode, validate, persist, acknowledge.
  *
- * A HaConn is transport-neutral. The source (source-socket.c) reads straight into
- * ha_conn_space(), calls ha_conn_commit() and ha_conn_process(), and calls
- * ha_conn_flush() when its input runs dry; it writes whatever ha_conn_output() holds
- * (WELCOME, ACK) and calls ha_conn_close() on EOF or error. Inside, a frame goes
+ * A HaConn is transport-neutral. Its one user is the connection driver
+ * (conn-driver.h), which every source runs its connections through: it reads with
+ * ha_conn_read(), calls ha_conn_flush() when the input runs dry (now or by its commit
+ * timer, ha_conn_commit_due_ms()), writes whatever ha_conn_output() holds (WELCOME,
+ * ACK, TIME) and calls ha_conn_close() on EOF or error. Inside, a frame goes
  * through the stages of ingest-int.h (session, apply, batch) over the store's typed
  * calls (store-ingest.h).
  *
