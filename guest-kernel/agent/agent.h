@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent.h - the agent's state and life cycle, shared by main.c (options, main loop)
- * and collect.c (what is read from the kernel and turned into frames).
+ * and the files that turn what the kernel exposes into frames, one job each:
+ *
+ *   setup.c     the HELLO facts, opening the rings, the delta file, the window and
+ *               the session; HELLO; a fresh stream
+ *   metadata.c  FORMAT, KSYMS, MODULES, CMDLINES, into the window it is given
+ *   collect.c   each CPU's pages, then the delta records; the periodic rescan
+ *   loss.c      LOST and STATS
+ *   recover.c   after a gap: the snapshot and the epoch in effect ahead of the held
+ *               frames (gap.h), the delta file reopened
  *
  * Life cycle: agent_setup() reads the HELLO facts and opens the rings, the delta file
  * and the window, and queues the first metadata snapshot (FORMAT, KSYMS, MODULES);
@@ -127,14 +135,21 @@ void agent_free(struct agent *a);
 
 /* (Re)build the HELLO frame from the current facts and hand it to the session. */
 int agent_build_hello(struct agent *a);
-/* Queue a metadata snapshot: FORMAT of every known format, KSYMS, MODULES, CMDLINES
- * (whole). @regen:
- * a new generation (a resend or a change), else generation 0 of a new stream. */
-int agent_send_metadata(struct agent *a, bool regen);
-/* Queue CMDLINES: the whole saved_cmdlines when @full, else what changed, if anything. */
-void agent_send_cmdlines(struct agent *a, bool full);
+/* Queue into @w a metadata snapshot: FORMAT of every known format, KSYMS, MODULES,
+ * CMDLINES (whole). @regen: a new generation (a resend or a change), else generation
+ * 0 of a new stream. */
+int agent_send_metadata(struct agent *a, struct win *w, bool regen);
+/* Queue CMDLINES into @w: the whole saved_cmdlines when @full, else what changed. */
+void agent_send_cmdlines(struct agent *a, struct win *w, bool full);
+/* Into @w: FORMAT of newly enabled events, KSYMS and MODULES when the module list
+ * changed, the CMDLINES that changed. */
+void agent_rescan_metadata(struct agent *a, struct win *w);
 /* Read every CPU's pages and the delta file into the window. */
 void agent_collect(struct agent *a);
+/* Read the delta file's records into the window (also before a gap is filled). */
+void agent_collect_delta(struct agent *a);
+/* Open the delta file if it is not open (logged once when it cannot be). */
+void agent_delta_open(struct agent *a);
 /* The slow periodic work: new enabled events, module changes, the delta file, LOST. */
 void agent_rescan(struct agent *a);
 /* Queue LOST when something changed (or @force). */

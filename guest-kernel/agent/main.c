@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * main.c - stackmap-guestd: options, signals, the connection life cycle and the poll
- * loop. What is read and framed lives in collect.c; the protocol state in session.c.
+ * loop. What is read and framed lives in the files agent.h lists; the protocol state
+ * in session.c.
  *
  * The loop never blocks anywhere but in poll(): the rings and the port are
  * non-blocking, the host's absence is a state (POLLHUP on a virtio port, a failed
@@ -349,7 +350,7 @@ static void begin_stop(struct agent *a, const char *why)
 	log_info("%s: sending BYE", why);
 	a->stopping = true;
 	agent_collect(a);
-	agent_send_cmdlines(a, false);	/* the tasks of the last events drained */
+	agent_send_cmdlines(a, a->win, false);	/* the tasks of the last events drained */
 	agent_queue_lost(a, true);
 	agent_queue_stats(a, true);
 	seq = n > 0 ? win_append(a->win, SMP_BYE, bye, (uint32_t)n) : -EINVAL;

@@ -117,7 +117,7 @@ long stream_delta(struct win *w, const uint8_t *buf, size_t len, uint32_t max_pa
 		  struct delta_counts *counts, size_t *ret_bad_off)
 {
 	size_t off = 0, run = 0, run_len = 0;
-	long r;
+	int64_t r;
 
 	if (max_payload > STREAM_STACKS_MAX || max_payload == 0)
 		max_payload = STREAM_STACKS_MAX;
@@ -153,6 +153,10 @@ long stream_delta(struct win *w, const uint8_t *buf, size_t len, uint32_t max_pa
 				r = win_append(w, SMP_EPOCH, buf + off, (uint32_t)size);
 				if (r < 0)
 					return r;
+				if (!counts->epochs) {
+					counts->first_epoch_seq = (uint64_t)r;
+					counts->first_epoch = rec.epoch;
+				}
 				counts->frames++;
 				counts->epochs++;
 				counts->last_epoch = rec.epoch;

@@ -54,6 +54,8 @@ struct delta_counts {
 	uint64_t epochs;	/* epoch records */
 	uint64_t frames;	/* frames appended */
 	uint64_t last_epoch;	/* epoch of the last epoch record, if epochs > 0 */
+	uint64_t first_epoch;	/* epoch of the first epoch record, if epochs > 0 */
+	uint64_t first_epoch_seq; /* the seq its EPOCH frame got, if epochs > 0 */
 };
 
 /* Payload cap of STACKS frames: one frame fits one 32 KiB port write. */

@@ -55,6 +55,15 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
+int read_file_at(const char *root, const char *rel, size_t max, char **ret,
+		 size_t *ret_len)
+{
+	char path[4096];
+	int r = path_fmt(path, sizeof(path), "%s/%s", root, rel);
+
+	return r < 0 ? r : read_file(path, max, ret, ret_len);
+}
+
 int write_file(const char *path, const char *s, int append)
 {
 	_cleanup_close_ int fd = -1;

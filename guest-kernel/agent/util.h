@@ -60,6 +60,9 @@ static inline int take_fd(int *fd)
  * -EFBIG when the file is longer than @max.
  */
 int read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* read_file() of @rel under the directory @root. */
+int read_file_at(const char *root, const char *rel, size_t max, char **ret,
+		 size_t *ret_len);
 
 /* Write @s to an existing file (sysfs/tracefs knobs); @append opens with O_APPEND. */
 int write_file(const char *path, const char *s, int append);

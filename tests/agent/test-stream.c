@@ -173,6 +173,8 @@ static void test_delta(void)
 	is_int(dc.stacks, 500, "500 stack records");
 	is_int(dc.epochs, 2, "2 epoch records");
 	is_int(dc.last_epoch, 1, "last epoch 1");
+	is_int(dc.first_epoch, 0, "first epoch 0");
+	is_int(dc.first_epoch_seq, 1, "its EPOCH frame is the first frame (seq 1)");
 	drain(w, &g);
 	is_int(g.n, dc.frames, "frames counted");
 	for (unsigned i = 0; i < g.n; i++) {
