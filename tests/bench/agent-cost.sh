@@ -1,25 +1,36 @@
 # Guest side of tests/bench/agent-cost (run by /init as stackmap.scenario=agent-cost).
 # Tracing (kmem events with stacktrace + stackmap) runs from boot, set on the kernel
-# command line. Parameters (stackmap.ac_*): ac_rounds (per variant, default 5),
-# ac_work (workload iterations per round, default 20), ac_dd_mb (default 256).
+# command line. Parameters (stackmap.ac_*): ac_rounds (per variant, default 7),
+# ac_work (workload iterations per round, default 6), ac_dd_mb (default 256),
+# ac_peer (1: the kernel's virtio-trace agent is at /virtio-trace-agent, default 0).
 #
 # 1. Raw port bandwidth: dd of ac_dd_mb MiB to the port while the host sinks it.
-# 2. The same fixed workload in rounds of three, so that the host's load changes hit
-#    all three alike: tracing off; tracing on without a reader (stackmap-guestd
-#    stopped with SIGSTOP, the ring buffer overwrites); then the buffer is cleared and
-#    the agent continued, streaming to host-agent -> "ROUND notrace|trace|agent N
-#    SECONDS"; over the agent rounds (+2 s each to drain) the ring-buffer events read
-#    and overwritten and the agent's CPU -> "STREAM".
-# 3. A second agent run (a new stream) never stopped: two more slab rounds, then
-#    heavier, with raw_syscalls and sched events enabled too, same accounting ("HEAVY").
+# 2. The same fixed workload in rounds, one of each variant per round, so that the
+#    host's load changes hit all alike:
+#      notrace  tracing off
+#      full     tracing on, options/stackmap off (full stacks), no reader
+#      vt       the same, streamed by virtio-trace (splice of whole pages, one port
+#               per CPU)
+#      id       tracing on, options/stackmap on (stack_id), no reader
+#      agent    the same, streamed by stackmap-guestd to host-agent
+#    Each agent is stopped (SIGSTOP) outside its own rounds; before every round the
+#    buffer is cleared, and a streaming round gets 2 s after the workload to drain.
+#    The order of the two pairs alternates from round to round. Per round:
+#    "ROUND VARIANT N SECONDS read=R overrun=O bytes=B ticks=T": the workload's wall
+#    time, the ring-buffer entries read and overwritten, the bytes the guest sent on
+#    the agent's ports (virtio_console's own counters in debugfs), the agent's CPU
+#    ticks (drain included).
+# 3. A second stackmap-guestd run (a new stream) never stopped: two more slab rounds,
+#    then heavier, with raw_syscalls and sched events enabled too ("HEAVY").
 # The trace clock is set to mono so that the agent measures each page's time from
 # commit to the host's ACK (STATS DURABLE_*, read from the host's store): the second
 # run's figures (a stopped agent would add its stop to the pages it holds).
 # Times from /proc/uptime (10 ms); a round lasts seconds.
 . /scenarios/lib.sh
-rounds=$(param ac_rounds 5)
-nwork=$(param ac_work 20)
+rounds=$(param ac_rounds 7)
+nwork=$(param ac_work 6)
 mb=$(param ac_dd_mb 256)
+peer=$(param ac_peer 0)
 port=
 for d in /sys/class/virtio-ports/*; do
 	[ "$(cat "$d/name")" = org.stackmap.0 ] && port=/dev/${d##*/}
@@ -39,7 +50,36 @@ totals() {
 	cat $T/per_cpu/cpu*/stats | awk '/^read events/ { r += $3 } /^overrun/ { o += $2 }
 		END { print r + 0, o + 0 }'
 }
-agent_ticks() { set -- $(cat /proc/"$1"/stat); echo $((${14} + ${15})); }
+agent_ticks() {
+	[ -n "$1" ] || { echo 0; return; }
+	set -- $(cat /proc/"$1"/stat)
+	echo $((${14} + ${15}))
+}
+# bytes the guest sent on the ports whose name matches the regex $1
+port_bytes() {
+	awk -v pat="$1" 'FNR == 1 { n = "" } /^name:/ { n = $2 }
+		/^bytes_sent:/ && n ~ pat { b += $2 } END { print b + 0 }' \
+		/sys/kernel/debug/virtio-ports/*
+}
+[ -d /sys/kernel/debug/virtio-ports ] || fail "no /sys/kernel/debug/virtio-ports"
+
+# measure VARIANT ROUND STACKMAP PID PORTS: one round; PID (or "") streams it.
+measure() {
+	echo 0 > $T/tracing_on
+	echo "$3" > $T/options/stackmap
+	echo > $T/trace		# each round starts with an empty buffer
+	[ "$1" = notrace ] || echo 1 > $T/tracing_on
+	set -- "$@" $(totals) $(port_bytes "$5") $(agent_ticks "$4")
+	[ -z "$4" ] || kill -CONT "$4"
+	secs=$(round)
+	if [ -n "$4" ]; then
+		sleep 2		# let it drain (and the ACKs come back) before it stops
+		kill -STOP "$4"
+	fi
+	r1=$(totals)
+	say "ROUND $1 $2 $secs read=$((${r1% *} - $6)) overrun=$((${r1#* } - $7))" \
+	    "bytes=$(($(port_bytes "$5") - $8)) ticks=$(($(agent_ticks "$4") - $9))"
+}
 
 # a trace clock user space reads too: the agent measures commit-to-durable latency
 echo mono > $T/trace_clock || fail "trace_clock mono"
@@ -51,36 +91,47 @@ say "DD bytes=$((mb * 1048576)) seconds=$(since "$t")"
 echo > $T/trace		# the agent starts with an empty buffer
 /stackmap-guestd --exclude-self &
 AGENT=$!
+VT=
+if [ "$peer" = 1 ]; then
+	# virtio-trace opens /dev/virtio-ports/NAME (udev's links; this guest has no udev)
+	mkdir -p /dev/virtio-ports
+	for d in /sys/class/virtio-ports/*; do
+		ln -sf "/dev/${d##*/}" "/dev/virtio-ports/$(cat "$d/name")"
+	done
+	/virtio-trace-agent &
+	VT=$!
+	say "VT-STARTED"	# the host writes "1" to agent-ctl-path: its threads run
+fi
 sleep 3
 kill -STOP $AGENT
-slab_work
-sum_s=0 sum_read=0 sum_over=0 sum_ticks=0
+if [ -n "$VT" ]; then
+	# the same as the agent's --exclude-self: its threads' own allocations untraced
+	for t in /proc/$VT/task/*; do
+		echo "${t##*/}" >> $T/set_event_notrace_pid
+	done
+	kill -STOP $VT
+fi
 r=1
 while [ $r -le "$rounds" ]; do
-	echo 0 > $T/tracing_on
-	say "ROUND notrace $r $(round)"
-	echo 1 > $T/tracing_on
-	say "ROUND trace $r $(round)"
-	# drop what nobody read: the agent streams its own round only
-	echo 0 > $T/tracing_on
-	echo > $T/trace
-	echo 1 > $T/tracing_on
-	set -- $(totals)
-	read0=$1 over0=$2
-	kill -CONT $AGENT
-	ticks0=$(agent_ticks $AGENT)
-	secs=$(round)
-	say "ROUND agent $r $secs"
-	sleep 2		# let it drain, and the ACKs come back before it stops
-	set -- $(totals)
-	sum_read=$((sum_read + $1 - read0)) sum_over=$((sum_over + $2 - over0))
-	sum_ticks=$((sum_ticks + $(agent_ticks $AGENT) - ticks0))
-	sum_s=$(awk -v a="$sum_s" -v b="$secs" 'BEGIN { printf "%.2f", a + b + 2 }')
-	kill -STOP $AGENT
+	measure notrace $r 1 "" '^$'
+	if [ $((r % 2)) = 1 ] && [ -n "$VT" ]; then
+		measure full $r 0 "" '^$'
+		measure vt $r 0 $VT '^trace-path-cpu'
+	fi
+	measure id $r 1 "" '^$'
+	measure agent $r 1 $AGENT '^org\.stackmap\.0$'
+	if [ $((r % 2)) = 0 ] && [ -n "$VT" ]; then
+		measure full $r 0 "" '^$'
+		measure vt $r 0 $VT '^trace-path-cpu'
+	fi
 	r=$((r + 1))
 done
+echo 1 > $T/options/stackmap
+if [ -n "$VT" ]; then
+	kill -KILL $VT
+	wait $VT
+fi
 kill -CONT $AGENT
-say "STREAM seconds=$sum_s read=$sum_read overrun=$sum_over ticks=$sum_ticks"
 # a second agent (a new stream) that is never stopped: its latency figures are clean
 kill -TERM $AGENT
 wait $AGENT
