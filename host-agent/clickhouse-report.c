@@ -48,37 +48,26 @@ static bool ch_boots(HaCh *c, const char *where, GString *out, GError **error)
 	g_autofree char *sql = g_strdup_printf(
 		"SELECT host, domain, boot_no, boot, kernel, start_us, end_us, ended, events,"
 		" lost_frames, lost_events, stacks, epochs FROM boots FINAL WHERE %s"
-		" ORDER BY host, domain, boot_no FORMAT TabSeparated", where);
-	g_autoptr(GString) a = g_string_new(NULL);
-	gchar **lines;
+		" ORDER BY host, domain, boot_no", where);
+	g_autoptr(GPtrArray) rows = ha_ch_query_rows(c, sql, 13, error);
 
-	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+	if (!rows)
 		return false;
 	g_string_append_printf(out, "%-16s %-16s %-4s %-36s %-22s %-19s %-19s %-12s %10s %10s"
 			       " %8s %6s\n", "HOST", "DOMAIN", "BOOT", "BOOT_ID", "KERNEL",
 			       "START (UTC)", "END (UTC)", "ENDED", "EVENTS", "LOST", "STACKS",
 			       "EPOCHS");
-	lines = g_strsplit(a->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		gchar **f;
+	for (guint i = 0; i < rows->len; i++) {
+		gchar **f = rows->pdata[i];
 		g_autofree char *start = NULL, *end = NULL, *lost = NULL;
 
-		if (!**l)
-			continue;
-		f = ha_ch_tsv_fields(*l);
-		if (g_strv_length(f) != 13) {
-			g_strfreev(f);
-			continue;
-		}
 		start = fmt_us(g_ascii_strtoll(f[5], NULL, 10));
 		end = fmt_us(g_ascii_strtoll(f[6], NULL, 10));
 		lost = g_strdup_printf("%sf/%se", f[9], f[10]);
 		g_string_append_printf(out, "%-16s %-16s %-4s %-36s %-22.22s %-19s %-19s %-12s %10s"
 				       " %10s %8s %6s\n", f[0], f[1], f[2], f[3], f[4], start, end,
 				       f[7], f[8], lost, f[11], f[12]);
-		g_strfreev(f);
 	}
-	g_strfreev(lines);
 	return true;
 }
 
@@ -139,8 +128,7 @@ static bool stack_counts(HaCh *c, const HaChReportOpts *o, const char *where, ch
 	g_autofree char *ef = NULL, *from = NULL, *sql = NULL;
 	g_autoptr(GString) agg = g_string_new("1");
 	g_autoptr(GString) cond = g_string_new("(host, domain, boot) IN (");
-	g_autoptr(GString) a = g_string_new(NULL);
-	g_auto(GStrv) lines = NULL;
+	g_autoptr(GPtrArray) rows = NULL;
 	bool timed = o->since_us >= 0 || o->until_us >= 0 || o->last_ns >= 0;
 	guint n = 0;
 
@@ -171,16 +159,13 @@ static bool stack_counts(HaCh *c, const HaChReportOpts *o, const char *where, ch
 	 * their events are read through the table's key rather than all of them. */
 	sql = g_strdup_printf("SELECT host, domain, boot FROM boots FINAL WHERE %s AND (host,"
 			      " domain, boot, snap) GLOBAL NOT IN (SELECT host, domain, boot, snap"
-			      " FROM sealed FINAL) LIMIT %u FORMAT TabSeparated", where,
-			      UNSEALED_LISTED + 1);
-	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+			      " FROM sealed FINAL) LIMIT %u", where, UNSEALED_LISTED + 1);
+	rows = ha_ch_query_rows(c, sql, 3, error);
+	if (!rows)
 		return false;
-	lines = g_strsplit(a->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+	for (guint r = 0; r < rows->len; r++) {
+		gchar **f = rows->pdata[r];
 
-		if (!f || g_strv_length(f) != 3)
-			continue;
 		g_string_append(cond, n++ ? ", (" : "(");
 		for (int i = 0; i < 3; i++) {
 			ha_ch_sql_str(cond, f[i]);
@@ -213,6 +198,44 @@ static bool stack_counts(HaCh *c, const HaChReportOpts *o, const char *where, ch
 	return true;
 }
 
+/*
+ * Print the (folded, count) @rows: as folded lines, or with @tsql (the selected
+ * events' total and boots) as top.
+ */
+static bool print_stacks(HaCh *c, const HaChReportOpts *o, GPtrArray *rows,
+			 const char *tsql, GString *out, GError **error)
+{
+	uint64_t total = 0;
+
+	if (tsql) {
+		g_autoptr(GPtrArray) t = ha_ch_query_rows(c, tsql, 2, error);
+		gchar **f;
+
+		if (!t)
+			return false;
+		f = t->len ? t->pdata[0] : NULL;
+		total = f ? g_ascii_strtoull(f[0], NULL, 10) : 0;
+		g_string_append_printf(out, "%" PRIu64 " events in %s boots across the fleet",
+				       total, f ? f[1] : "0");
+		if (o->last_ns >= 0)
+			g_string_append_printf(out, ", the last %.3f s of each",
+					       (double)o->last_ns / 1e9);
+		g_string_append(out, ", top stacks merged by symbolic stack\n");
+	}
+	for (guint i = 0; i < rows->len; i++) {
+		gchar **f = rows->pdata[i];
+		uint64_t n = g_ascii_strtoull(f[1], NULL, 10);
+
+		if (tsql)
+			g_string_append_printf(out, "#%-3u %10" PRIu64 " events %5.1f%%  %s\n",
+					       i + 1, n,
+					       total ? 100.0 * (double)n / (double)total : 0, f[0]);
+		else
+			g_string_append_printf(out, "%s %" PRIu64 "\n", f[0], n);
+	}
+	return true;
+}
+
 /* top and folded of the selected events: their stacks (event_stacks), summed. */
 static bool ch_event_stacks(HaCh *c, const HaChReportOpts *o, const char *where, bool top,
 			    guint limit, GString *out, GError **error)
@@ -222,11 +245,7 @@ static bool ch_event_stacks(HaCh *c, const HaChReportOpts *o, const char *where,
 	g_autofree char *counts = NULL;
 	g_autofree char *lim = top ? g_strdup_printf(" LIMIT %u", limit) : g_strdup("");
 	g_autofree char *sql = NULL, *tsql = NULL;
-	g_autoptr(GString) a = g_string_new(NULL);
-	g_autoptr(GString) t = g_string_new(NULL);
-	g_auto(GStrv) lines = NULL;
-	uint64_t total = 0, nboots = 0;
-	guint i = 0;
+	g_autoptr(GPtrArray) rows = NULL;
 
 	if (!stack_counts(c, o, where, &counts, error))
 		return false;
@@ -235,50 +254,24 @@ static bool ch_event_stacks(HaCh *c, const HaChReportOpts *o, const char *where,
 			"SELECT if(f != '', f, name) AS fo, n FROM (SELECT fstack,"
 			" anyIf(folded, folded != '') AS f, sum(n) AS n FROM (%s) GROUP BY fstack)"
 			" ANY LEFT JOIN (SELECT fstack, any(folded) AS name FROM stack_names"
-			" GROUP BY fstack) USING fstack ORDER BY %s%s FORMAT TabSeparated", counts,
+			" GROUP BY fstack) USING fstack ORDER BY %s%s", counts,
 			top ? "n DESC, fo" : "fo", lim);
-		tsql = g_strdup_printf("SELECT sum(n), uniqExact(host, domain, boot) FROM (%s)"
-				       " FORMAT TabSeparated", counts);
+		tsql = g_strdup_printf("SELECT sum(n), uniqExact(host, domain, boot) FROM (%s)",
+				       counts);
 	} else {
 		sql = g_strdup_printf(
 			"SELECT folded, sum(n) AS n FROM (SELECT host, domain, boot, stack,"
 			" count() AS n FROM %s AND %s GROUP BY host, domain, boot, stack)"
 			" ANY INNER JOIN (SELECT host, domain, boot, stack, folded FROM"
 			" event_stacks FINAL) USING (host, domain, boot, stack) GROUP BY folded"
-			" ORDER BY %s%s FORMAT TabSeparated", from, ef,
-			top ? "n DESC, folded" : "folded", lim);
+			" ORDER BY %s%s", from, ef, top ? "n DESC, folded" : "folded", lim);
 		tsql = g_strdup_printf("SELECT count(), uniqExact(host, domain, boot) FROM %s AND"
-				       " %s FORMAT TabSeparated", from, ef);
+				       " %s", from, ef);
 	}
-	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+	rows = ha_ch_query_rows(c, sql, 2, error);
+	if (!rows)
 		return false;
-	if (top) {
-		if (!ha_ch_query(c, tsql, NULL, 0, t, error))
-			return false;
-		sscanf(t->str, "%" SCNu64 "\t%" SCNu64, &total, &nboots);
-		g_string_append_printf(out, "%" PRIu64 " events in %" PRIu64 " boots across the"
-				       " fleet", total, nboots);
-		if (o->last_ns >= 0)
-			g_string_append_printf(out, ", the last %.3f s of each",
-					       (double)o->last_ns / 1e9);
-		g_string_append(out, ", top stacks merged by symbolic stack\n");
-	}
-	lines = g_strsplit(a->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
-		uint64_t n;
-
-		if (!f || g_strv_length(f) != 2)
-			continue;
-		n = g_ascii_strtoull(f[1], NULL, 10);
-		if (top)
-			g_string_append_printf(out, "#%-3u %10" PRIu64 " events %5.1f%%  %s\n", ++i,
-					       n, total ? 100.0 * (double)n / (double)total : 0,
-					       f[0]);
-		else
-			g_string_append_printf(out, "%s %" PRIu64 "\n", f[0], n);
-	}
-	return true;
+	return print_stacks(c, o, rows, top ? tsql : NULL, out, error);
 }
 
 typedef struct {
@@ -299,57 +292,45 @@ static void ev_stack_free(gpointer p)
 static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint limit,
 			   GString *out, GError **error)
 {
-	g_autoptr(GString) key = g_string_new("host = ");
-	g_autoptr(GString) a = g_string_new(NULL);
-	g_autoptr(GString) sa = g_string_new(NULL);
+	g_autoptr(GString) key = g_string_new(NULL);
+	g_autoptr(GPtrArray) evs = NULL, srows = NULL;
 	g_autoptr(GHashTable) stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
 							     g_free, ev_stack_free);
 	g_autofree char *ef = NULL, *sql = NULL, *ssql = NULL, *last = NULL;
-	g_auto(GStrv) lines = NULL;
 	guint n, first = 0;
 
-	ha_ch_sql_str(key, b[0]);
-	g_string_append(key, " AND domain = ");
-	ha_ch_sql_str(key, b[1]);
-	g_string_append(key, " AND boot = ");
-	ha_ch_sql_str(key, b[2]);
+	ha_ch_sql_boot(key, b[0], b[1], b[2]);
 	if (o->last_ns >= 0) {
-		g_autofree char *q = g_strdup_printf("SELECT max(ts) FROM events WHERE %s"
-						     " FORMAT TabSeparated", key->str);
+		g_autofree char *q = g_strdup_printf("SELECT max(ts) FROM events WHERE %s",
+						     key->str);
+		uint64_t v;
 
-		if (!ha_ch_query(c, q, NULL, 0, a, error))
+		if (!ha_ch_query_u64(c, q, &v, error))
 			return false;
-		last = g_strdup_printf("%" PRIu64, g_ascii_strtoull(a->str, NULL, 10));
-		g_string_truncate(a, 0);
+		last = g_strdup_printf("%" PRIu64, v);
 	}
 	ef = event_filter(o, last);
 	sql = g_strdup_printf("SELECT ts, cpu, pid, event, fields, stack FROM events FINAL"
 			      " WHERE %s AND %s ORDER BY ts DESC, cpu DESC, page DESC, idx DESC"
-			      " LIMIT %u FORMAT TabSeparated", key->str, ef, limit);
-	ssql = g_strdup_printf("SELECT stack, folded, json FROM event_stacks FINAL WHERE %s"
-			       " FORMAT TabSeparated", key->str);
-	if (!ha_ch_query(c, sql, NULL, 0, a, error) ||
-	    !ha_ch_query(c, ssql, NULL, 0, sa, error))
+			      " LIMIT %u", key->str, ef, limit);
+	ssql = g_strdup_printf("SELECT stack, folded, json FROM event_stacks FINAL WHERE %s",
+			       key->str);
+	evs = ha_ch_query_rows(c, sql, 6, error);
+	srows = evs ? ha_ch_query_rows(c, ssql, 3, error) : NULL;
+	if (!srows)
 		return false;
-	lines = g_strsplit(sa->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+	for (guint i = 0; i < srows->len; i++) {
+		gchar **f = srows->pdata[i];
 		EvStack *s;
 		uint64_t k;
 
-		if (!f || g_strv_length(f) != 3)
-			continue;
 		k = g_ascii_strtoull(f[0], NULL, 10);
 		s = g_new(EvStack, 1);
 		s->folded = g_strdup(f[1]);
 		s->json = g_strdup(f[2]);
 		g_hash_table_insert(stacks, g_memdup2(&k, sizeof(k)), s);
 	}
-	g_clear_pointer(&lines, g_strfreev);
-	lines = g_strsplit(a->str, "\n", -1);
-	n = g_strv_length(lines);
-	while (n && !*lines[n - 1])
-		n--;
+	n = evs->len;
 	if (o->json) {
 		g_string_append(out, "{\"host\":");
 		ha_report_json_str(out, b[0]);
@@ -363,13 +344,11 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 				       b[0], b[1], b[3], b[2], n);
 	}
 	for (guint i = n; i-- > 0;) {
-		g_auto(GStrv) f = ha_ch_tsv_fields(lines[i]);
+		gchar **f = evs->pdata[i];
 		g_autofree char *text = NULL;
 		uint64_t k, ts;
 		EvStack *s;
 
-		if (g_strv_length(f) != 6)
-			continue;
 		text = *f[3] ? g_strconcat(f[3], ": ", f[4], NULL) : g_strdup(f[4]);
 		k = g_ascii_strtoull(f[5], NULL, 10);
 		s = g_hash_table_lookup(stacks, &k);
@@ -395,18 +374,14 @@ static bool ch_events(HaCh *c, const HaChReportOpts *o, const char *where, GStri
 {
 	g_autofree char *sql = g_strdup_printf(
 		"SELECT host, domain, boot, boot_no FROM boots FINAL WHERE %s"
-		" ORDER BY host, domain, boot_no FORMAT TabSeparated", where);
-	g_autoptr(GString) a = g_string_new(NULL);
-	g_auto(GStrv) lines = NULL;
+		" ORDER BY host, domain, boot_no", where);
+	g_autoptr(GPtrArray) rows = ha_ch_query_rows(c, sql, 4, error);
 
-	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+	if (!rows)
 		return false;
-	lines = g_strsplit(a->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+	for (guint i = 0; i < rows->len; i++) {
+		gchar **f = rows->pdata[i];
 
-		if (!f || g_strv_length(f) != 4)
-			continue;
 		if (!ch_boot_events(c, o, f, o->limit ? o->limit : EVENTS_DEFAULT, out, error))
 			return false;
 	}
@@ -414,58 +389,23 @@ static bool ch_events(HaCh *c, const HaChReportOpts *o, const char *where, GStri
 }
 
 /* top and folded: the current stacks of the selected boots, summed. */
-static bool ch_stacks(HaCh *c, const char *where, bool top, guint limit, GString *out,
-		      GError **error)
+static bool ch_stacks(HaCh *c, const HaChReportOpts *o, const char *where, bool top,
+		      guint limit, GString *out, GError **error)
 {
 	g_autofree char *lim = top ? g_strdup_printf(" LIMIT %u", limit) : g_strdup("");
 	g_autofree char *sql = g_strdup_printf(
 		"SELECT frames, sum(events) AS n FROM stacks FINAL"
 		" WHERE (host, domain, boot) GLOBAL IN"
 		" (SELECT host, domain, boot FROM boots FINAL WHERE %s)"
-		" GROUP BY frames HAVING n > 0 ORDER BY %s%s FORMAT TabSeparated", where,
+		" GROUP BY frames HAVING n > 0 ORDER BY %s%s", where,
 		top ? "n DESC, frames" : "frames", lim);
 	g_autofree char *tsql = g_strdup_printf(
-		"SELECT sum(events), count() FROM boots FINAL WHERE %s FORMAT TabSeparated",
-		where);
-	g_autoptr(GString) a = g_string_new(NULL);
-	g_autoptr(GString) t = g_string_new(NULL);
-	uint64_t total = 0, nboots = 0;
-	gchar **lines;
-	guint i = 0;
+		"SELECT sum(events), count() FROM boots FINAL WHERE %s", where);
+	g_autoptr(GPtrArray) rows = ha_ch_query_rows(c, sql, 2, error);
 
-	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+	if (!rows)
 		return false;
-	if (top) {
-		if (!ha_ch_query(c, tsql, NULL, 0, t, error))
-			return false;
-		sscanf(t->str, "%" SCNu64 "\t%" SCNu64, &total, &nboots);
-		g_string_append_printf(out, "%" PRIu64 " events in %" PRIu64 " boots across the"
-				       " fleet, top stacks merged by symbolic stack\n", total,
-				       nboots);
-	}
-	lines = g_strsplit(a->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		gchar **f;
-		uint64_t n;
-
-		if (!**l)
-			continue;
-		f = ha_ch_tsv_fields(*l);
-		if (g_strv_length(f) != 2) {
-			g_strfreev(f);
-			continue;
-		}
-		n = g_ascii_strtoull(f[1], NULL, 10);
-		if (top)
-			g_string_append_printf(out, "#%-3u %10" PRIu64 " events %5.1f%%  %s\n", ++i,
-					       n, total ? 100.0 * (double)n / (double)total : 0,
-					       f[0]);
-		else
-			g_string_append_printf(out, "%s %" PRIu64 "\n", f[0], n);
-		g_strfreev(f);
-	}
-	g_strfreev(lines);
-	return true;
+	return print_stacks(c, o, rows, top ? tsql : NULL, out, error);
 }
 
 bool ha_ch_report(HaCh *c, const HaChReportOpts *o, GString *out, GError **error)
@@ -482,9 +422,9 @@ bool ha_ch_report(HaCh *c, const HaChReportOpts *o, GString *out, GError **error
 		return ch_event_stacks(c, o, where, !g_strcmp0(o->cmd, "top"),
 				       o->limit ? o->limit : TOP_DEFAULT, out, error);
 	if (!g_strcmp0(o->cmd, "top"))
-		return ch_stacks(c, where, true, o->limit ? o->limit : TOP_DEFAULT, out, error);
+		return ch_stacks(c, o, where, true, o->limit ? o->limit : TOP_DEFAULT, out, error);
 	if (!g_strcmp0(o->cmd, "folded"))
-		return ch_stacks(c, where, false, 0, out, error);
+		return ch_stacks(c, o, where, false, 0, out, error);
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
 		    "report --clickhouse: boots, top, events or folded");
 	return false;

@@ -69,27 +69,21 @@ static void key_cols(Ship *s, HaChBatch *b, const char *boot)
 /* The stacks ClickHouse has for the boot with events (a set of frames, owned). */
 static GHashTable *stacks_there(Ship *s, const char *boot, GError **error)
 {
-	g_autoptr(GString) q = g_string_new("SELECT frames, events FROM stacks FINAL WHERE host = ");
-	g_autoptr(GString) a = g_string_new(NULL);
+	g_autoptr(GString) q = g_string_new("SELECT frames, events FROM stacks FINAL WHERE ");
+	g_autoptr(GPtrArray) rows = NULL;
 	GHashTable *set;
-	g_auto(GStrv) lines = NULL;
 
-	ha_ch_sql_str(q, s->host);
-	g_string_append(q, " AND domain = ");
-	ha_ch_sql_str(q, s->domain);
-	g_string_append(q, " AND boot = ");
-	ha_ch_sql_str(q, boot);
-	g_string_append(q, " FORMAT TabSeparated");
-	if (!ha_ch_query(s->ch, q->str, NULL, 0, a, error))
+	/* the count tested here, not in the WHERE: FINAL keeps each key's newest row */
+	ha_ch_sql_boot(q, s->host, s->domain, boot);
+	rows = ha_ch_query_rows(s->ch, q->str, 2, error);
+	if (!rows)
 		return NULL;
 	set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	lines = g_strsplit(a->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		gchar **f = **l ? ha_ch_tsv_fields(*l) : NULL;
+	for (guint i = 0; i < rows->len; i++) {
+		gchar **f = rows->pdata[i];
 
-		if (f && g_strv_length(f) == 2 && g_ascii_strtoull(f[1], NULL, 10) > 0)
+		if (g_ascii_strtoull(f[1], NULL, 10) > 0)
 			g_hash_table_add(set, g_strdup(f[0]));
-		g_strfreev(f);
 	}
 	return set;
 }
@@ -407,37 +401,21 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 
 #define SEAL_MAX_PER_CALL	1000u
 
-/* The first column of the answer's first line, as a number (0 when none). */
-static bool ch_u64(HaCh *c, const char *sql, uint64_t *ret, GError **error)
-{
-	g_autoptr(GString) a = g_string_new(NULL);
-
-	if (!ha_ch_query(c, sql, NULL, 0, a, error))
-		return false;
-	*ret = g_ascii_strtoull(a->str, NULL, 10);
-	return true;
-}
-
 /* @b: host, domain, boot id and snap of a boots row that ended. */
 static bool seal_boot(HaCh *c, gchar **b, GError **error)
 {
-	g_autoptr(GString) key = g_string_new("host = ");
+	g_autoptr(GString) key = g_string_new(NULL);
 	g_autoptr(GString) ins = g_string_new("INSERT INTO sealed VALUES (");
 	g_autofree char *q = NULL, *ev = NULL;
 	uint64_t last, maxv, version, n;
 
-	ha_ch_sql_str(key, b[0]);
-	g_string_append(key, " AND domain = ");
-	ha_ch_sql_str(key, b[1]);
-	g_string_append(key, " AND boot = ");
-	ha_ch_sql_str(key, b[2]);
-	q = g_strdup_printf("SELECT max(version) FROM sealed WHERE %s FORMAT TabSeparated",
-			    key->str);
-	if (!ch_u64(c, q, &maxv, error))
+	ha_ch_sql_boot(key, b[0], b[1], b[2]);
+	q = g_strdup_printf("SELECT max(version) FROM sealed WHERE %s", key->str);
+	if (!ha_ch_query_u64(c, q, &maxv, error))
 		return false;
 	g_free(q);
-	q = g_strdup_printf("SELECT max(ts) FROM events WHERE %s FORMAT TabSeparated", key->str);
-	if (!ch_u64(c, q, &last, error))
+	q = g_strdup_printf("SELECT max(ts) FROM events WHERE %s", key->str);
+	if (!ha_ch_query_u64(c, q, &last, error))
 		return false;
 	/* above every seal of the boot before, whatever the clock does */
 	version = MAX((uint64_t)g_get_real_time(), maxv + 1);
@@ -467,9 +445,9 @@ static bool seal_boot(HaCh *c, gchar **b, GError **error)
 	if (!ha_ch_query(c, q, NULL, 0, NULL, error))
 		return false;
 	g_free(q);
-	q = g_strdup_printf("SELECT sum(n) FROM event_totals WHERE %s AND version = %" PRIu64
-			    " FORMAT TabSeparated", key->str, version);
-	if (!ch_u64(c, q, &n, error))
+	q = g_strdup_printf("SELECT sum(n) FROM event_totals WHERE %s AND version = %" PRIu64,
+			    key->str, version);
+	if (!ha_ch_query_u64(c, q, &n, error))
 		return false;
 	/* last: once it is there, reports read the aggregates of this version */
 	for (int i = 0; i < 3; i++) {
@@ -486,19 +464,15 @@ bool ha_ch_seal_pending(HaCh *c, GError **error)
 	g_autofree char *sql = g_strdup_printf(
 		"SELECT host, domain, boot, snap FROM boots FINAL WHERE ended NOT IN"
 		" ('running', '') AND (host, domain, boot, snap) NOT IN (SELECT host, domain,"
-		" boot, snap FROM sealed FINAL) ORDER BY host, domain, boot LIMIT %u"
-		" FORMAT TabSeparated", SEAL_MAX_PER_CALL);
-	g_autoptr(GString) a = g_string_new(NULL);
-	g_auto(GStrv) lines = NULL;
+		" boot, snap FROM sealed FINAL) ORDER BY host, domain, boot LIMIT %u",
+		SEAL_MAX_PER_CALL);
+	g_autoptr(GPtrArray) rows = ha_ch_query_rows(c, sql, 4, error);
 
-	if (!ha_ch_query(c, sql, NULL, 0, a, error))
+	if (!rows)
 		return false;
-	lines = g_strsplit(a->str, "\n", -1);
-	for (gchar **l = lines; *l; l++) {
-		g_auto(GStrv) f = **l ? ha_ch_tsv_fields(*l) : NULL;
+	for (guint i = 0; i < rows->len; i++) {
+		gchar **f = rows->pdata[i];
 
-		if (!f || g_strv_length(f) != 4)
-			continue;
 		if (!seal_boot(c, f, error))
 			return false;
 		g_debug("sealed %s %s %s", f[0], f[1], f[2]);

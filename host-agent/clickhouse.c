@@ -181,17 +181,27 @@ void ha_ch_sql_str(GString *q, const char *s)
 	g_string_append_c(q, '\'');
 }
 
-gchar **ha_ch_tsv_fields(char *line)
+/* The fields of one TabSeparated line (an empty line: one empty field), unescaped in
+ * place (g_strfreev). */
+static gchar **tsv_fields(char *line)
 {
 	gchar **f = g_strsplit(line, "\t", -1);
 
+	if (!*line) {
+		g_strfreev(f);
+		f = g_new0(gchar *, 2);
+		f[0] = g_strdup("");
+	}
 	for (gchar **p = f; *p; p++) {
 		char *r = *p, *w = *p;
 
 		for (; *r; r++) {
 			if (*r == '\\' && r[1]) {
-				r++;
-				*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r;
+				/* ClickHouse's escapes; \0 cannot be in a C string */
+				static const char from[] = "tnrbf", to[] = "\t\n\r\b\f";
+				const char *k = strchr(from, *++r);
+
+				*w++ = k ? to[k - from] : *r;
 			} else {
 				*w++ = *r;
 			}
@@ -199,6 +209,60 @@ gchar **ha_ch_tsv_fields(char *line)
 		*w = '\0';
 	}
 	return f;
+}
+
+void ha_ch_sql_boot(GString *q, const char *host, const char *domain, const char *boot)
+{
+	g_string_append(q, "host = ");
+	ha_ch_sql_str(q, host);
+	g_string_append(q, " AND domain = ");
+	ha_ch_sql_str(q, domain);
+	g_string_append(q, " AND boot = ");
+	ha_ch_sql_str(q, boot);
+}
+
+GPtrArray *ha_ch_query_rows(HaCh *c, const char *sql, guint ncols, GError **error)
+{
+	g_autofree char *q = g_strconcat(sql, " FORMAT TabSeparated", NULL);
+	g_autoptr(GString) a = g_string_new(NULL);
+	g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+	char *line, *next;
+
+	if (!ha_ch_query(c, q, NULL, 0, a, error))
+		return NULL;
+	/* one line per row, each ended by '\n' (an empty line: one empty field) */
+	for (line = a->str; *line; line = next) {
+		char *nl = strchr(line, '\n');
+		gchar **f;
+
+		if (!nl) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "ClickHouse: an answer's last line has no end");
+			return NULL;
+		}
+		*nl = '\0';
+		next = nl + 1;
+		f = tsv_fields(line);
+		if (g_strv_length(f) != ncols) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "ClickHouse: a row of %u fields, %u expected", g_strv_length(f),
+				    ncols);
+			g_strfreev(f);
+			return NULL;
+		}
+		g_ptr_array_add(rows, f);
+	}
+	return g_steal_pointer(&rows);
+}
+
+bool ha_ch_query_u64(HaCh *c, const char *sql, uint64_t *ret, GError **error)
+{
+	g_autoptr(GPtrArray) rows = ha_ch_query_rows(c, sql, 1, error);
+
+	if (!rows)
+		return false;
+	*ret = rows->len ? g_ascii_strtoull(((gchar **)rows->pdata[0])[0], NULL, 10) : 0;
+	return true;
 }
 
 bool ha_ch_schema(HaCh *c, GError **error)

@@ -73,10 +73,20 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaCh, ha_ch_free)
 bool ha_ch_query(HaCh *c, const char *sql, const void *data, size_t len, GString *out,
 		 GError **error);
 
+/*
+ * Run the SELECT @sql (without a FORMAT clause: TabSeparated is asked for) and return
+ * its rows: a new array (g_ptr_array_unref) of GStrv (freed with it), each @ncols
+ * fields, unescaped. NULL with @error when the query failed or a row of the answer
+ * did not have @ncols fields (G_IO_ERROR_INVALID_DATA).
+ */
+GPtrArray *ha_ch_query_rows(HaCh *c, const char *sql, guint ncols, GError **error);
+/* The first column of the first row of @sql as a number, 0 when there is none. */
+bool ha_ch_query_u64(HaCh *c, const char *sql, uint64_t *ret, GError **error);
+
 /* Append @s to @q as a ClickHouse string literal. */
 void ha_ch_sql_str(GString *q, const char *s);
-/* The fields of one TabSeparated line, unescaped in place (g_strfreev). */
-gchar **ha_ch_tsv_fields(char *line);
+/* Append the condition host = @host AND domain = @domain AND boot = @boot to @q. */
+void ha_ch_sql_boot(GString *q, const char *host, const char *domain, const char *boot);
 
 /* Create the shipper's tables in the URL's database when missing. */
 bool ha_ch_schema(HaCh *c, GError **error);
