@@ -8,7 +8,6 @@
 #include <gio/gio.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <json-glib/json-glib.h>
 #include <string.h>
 
 #include "report.h"
@@ -88,19 +87,6 @@ static GHashTable *stacks_there(Ship *s, const char *boot, GError **error)
 	return set;
 }
 
-static uint64_t json_u64(JsonObject *o, const char *k)
-{
-	return json_object_has_member(o, k) ? (uint64_t)json_object_get_int_member(o, k) : 0;
-}
-
-static const char *json_s(JsonObject *o, const char *k)
-{
-	const char *v = json_object_has_member(o, k) ? json_object_get_string_member(o, k) :
-			NULL;
-
-	return v ? v : "";
-}
-
 /* A LOST row: stream_id, cpu, overrun, commit_overrun, dropped and read events. */
 typedef struct {
 	uint64_t stream;
@@ -117,52 +103,69 @@ typedef struct {
 	uint32_t pad;
 } StatsRow;
 
+/* A stack of the boot and its event count, as `report folded` has them. */
+typedef struct {
+	char *folded;
+	uint64_t events;
+} StackRow;
+
+static void stack_row_clear(gpointer p)
+{
+	g_free(((StackRow *)p)->folded);
+}
+
 /* What the boot is now: its rows' contents, hashed into its snapshot. */
 typedef struct {
-	GString *boots_json;
-	GString *folded;
+	HaReportBoot boot;
+	GArray *stacks;		/* StackRow */
 	GArray *lost;		/* LostRow */
 	GArray *stats;		/* StatsRow */
-	int64_t start_us;
-	int64_t end_us;
 	uint64_t snap;
 } BootNow;
 
 static void boot_now_clear(BootNow *b)
 {
-	g_string_free(b->boots_json, TRUE);
-	g_string_free(b->folded, TRUE);
-	g_array_unref(b->lost);
-	g_array_unref(b->stats);
+	ha_report_boot_clear(&b->boot);
+	g_clear_pointer(&b->stacks, g_array_unref);
+	g_clear_pointer(&b->lost, g_array_unref);
+	g_clear_pointer(&b->stats, g_array_unref);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(BootNow, boot_now_clear)
+
+static void on_stack(const char *folded, uint64_t count, void *user)
+{
+	StackRow r = { .folded = g_strdup(folded), .events = count };
+
+	g_array_append_val((GArray *)user, r);
 }
 
-static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
+static void hash_str(GChecksum *sum, const char *s)
 {
-	g_autofree char *idstr = g_strdup_printf("%" PRId64, id);
-	HaReportOpts boots = { .cmd = "boots", .boot = idstr, .json = true };
-	HaReportOpts folded = { .cmd = "folded", .boot = idstr };
-	g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
-	uint8_t digest[32];
-	gsize dlen = sizeof(digest);
+	/* with its NUL: "a" "bc" and "ab" "c" hash apart */
+	g_checksum_update(sum, (const guchar *)(s ? s : ""), (gssize)strlen(s ? s : "") + 1);
+}
+
+static void hash_u64(GChecksum *sum, uint64_t v)
+{
+	char t[24];
+
+	g_snprintf(t, sizeof(t), "%" PRIu64, v);
+	hash_str(sum, t);
+}
+
+/* The boot's numbers, stacks, LOST and STATS rows from the store (one read
+ * transaction) and their snapshot hash. */
+static bool read_boot_rows(HaStore *store, int64_t id, BootNow *ret, GError **error)
+{
 	sqlite3_stmt *st;
 
-	ret->boots_json = g_string_new(NULL);
-	ret->folded = g_string_new(NULL);
+	ret->stacks = g_array_new(FALSE, FALSE, sizeof(StackRow));
+	g_array_set_clear_func(ret->stacks, stack_row_clear);
 	ret->lost = g_array_new(FALSE, FALSE, sizeof(LostRow));
 	ret->stats = g_array_new(FALSE, FALSE, sizeof(StatsRow));
-	if (!ha_report(store, &boots, ret->boots_json, error) ||
-	    !ha_report(store, &folded, ret->folded, error))
+	if (!ha_report_boot(store, id, &ret->boot, error) ||
+	    !ha_report_folded(store, id, on_stack, ret->stacks, error))
 		return false;
-	st = ha_store_stmt(store, "SELECT start_time, COALESCE(end_time, last_time) FROM boots"
-			   " WHERE id = ?", error);
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		ret->start_us = sqlite3_column_int64(st, 0);
-		ret->end_us = sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
 	st = ha_store_stmt(store, "SELECT s.stream_id, l.cpu, l.overrun, l.commit_overrun,"
 			   " l.dropped_events, l.read_events FROM lost l JOIN streams s ON"
 			   " s.id = l.stream WHERE l.boot = ? ORDER BY 1, 2", error);
@@ -193,8 +196,42 @@ static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
 		g_array_append_val(ret->stats, r);
 	}
 	sqlite3_reset(st);
-	g_checksum_update(sum, (const guchar *)ret->boots_json->str, (gssize)ret->boots_json->len);
-	g_checksum_update(sum, (const guchar *)ret->folded->str, (gssize)ret->folded->len);
+	return true;
+}
+
+static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
+{
+	g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+	const HaReportBoot *b = &ret->boot;
+	uint8_t digest[32];
+	gsize dlen = sizeof(digest);
+	bool ok;
+
+	if (!ha_store_exec(store, "BEGIN", error))	/* one consistent snapshot */
+		return false;
+	ok = read_boot_rows(store, id, ret, error);
+	ha_store_exec(store, "COMMIT", NULL);
+	if (!ok)
+		return false;
+	/* every value a row of the boot carries */
+	hash_str(sum, b->boot_id);
+	hash_str(sum, b->kernel);
+	hash_str(sum, b->ended);
+	hash_u64(sum, (uint64_t)b->start_us);
+	hash_u64(sum, (uint64_t)b->end_us);
+	hash_u64(sum, b->events);
+	hash_u64(sum, b->lost_frames);
+	hash_u64(sum, b->lost_events);
+	hash_u64(sum, (uint64_t)b->stacks);
+	hash_u64(sum, (uint64_t)b->epochs);
+	hash_u64(sum, b->malformed);
+	hash_u64(sum, b->stack_not_received);
+	for (guint i = 0; i < ret->stacks->len; i++) {
+		const StackRow *r = &g_array_index(ret->stacks, StackRow, i);
+
+		hash_str(sum, r->folded);
+		hash_u64(sum, r->events);
+	}
 	/* the rows' bytes: zero-initialized structs, no padding left undefined */
 	g_checksum_update(sum, (const guchar *)ret->lost->data,
 			  (gssize)(ret->lost->len * sizeof(LostRow)));
@@ -210,44 +247,26 @@ static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
 /* The boot's rows at @version, then its boots row. */
 static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **error)
 {
-	g_autoptr(JsonParser) p = json_parser_new();
 	g_autoptr(GByteArray) rows = g_byte_array_new();
 	HaChBatch bt = { .ch = s->ch, .rows = rows, .st = s->st };
-	JsonNode *root;
-	JsonArray *arr;
-	JsonObject *o;
-	const char *boot;
+	const HaReportBoot *br = &b->boot;
+	const char *boot = br->boot_id;
 	g_autoptr(GHashTable) gone = NULL;
 	GHashTableIter it;
 	gpointer k;
 
-	if (!json_parser_load_from_data(p, b->boots_json->str, (gssize)b->boots_json->len,
-					error))
-		return false;
-	root = json_parser_get_root(p);
-	arr = root && JSON_NODE_HOLDS_ARRAY(root) ? json_node_get_array(root) : NULL;
-	if (!arr || json_array_get_length(arr) != 1) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "report boots: not one boot");
-		return false;
-	}
-	o = json_array_get_object_element(arr, 0);
-	boot = json_s(o, "boot_id");
 	gone = stacks_there(s, boot, error);
 	if (!gone)
 		return false;
 
 	bt.table = "stacks";
-	g_auto(GStrv) stack_lines = g_strsplit(b->folded->str, "\n", -1);
-	for (gchar **l = stack_lines; *l; l++) {
-		char *sp = strrchr(*l, ' ');
+	for (guint i = 0; i < b->stacks->len; i++) {
+		const StackRow *sr = &g_array_index(b->stacks, StackRow, i);
 
-		if (!**l || !sp)
-			continue;
-		*sp = '\0';
-		g_hash_table_remove(gone, *l);
+		g_hash_table_remove(gone, sr->folded);
 		key_cols(s, &bt, boot);
-		ha_rb_str(rows, *l);
-		ha_rb_u64(rows, g_ascii_strtoull(sp + 1, NULL, 10));
+		ha_rb_str(rows, sr->folded);
+		ha_rb_u64(rows, sr->events);
 		ha_rb_u64(rows, version);
 		if (!ha_ch_batch_row_done(&bt, error))
 			return false;
@@ -301,18 +320,18 @@ static bool send_boot(Ship *s, const BootNow *b, uint64_t version, GError **erro
 	ha_rb_str(rows, s->host);
 	ha_rb_str(rows, s->domain);
 	ha_rb_str(rows, boot);
-	ha_rb_u32(rows, (uint32_t)json_u64(o, "boot"));
-	ha_rb_str(rows, json_s(o, "kernel"));
-	ha_rb_u64(rows, (uint64_t)b->start_us);
-	ha_rb_u64(rows, (uint64_t)b->end_us);
-	ha_rb_str(rows, json_s(o, "ended"));
-	ha_rb_u64(rows, json_u64(o, "events"));
-	ha_rb_u64(rows, json_u64(o, "lost_frames"));
-	ha_rb_u64(rows, json_u64(o, "lost_events"));
-	ha_rb_u64(rows, json_u64(o, "stacks"));
-	ha_rb_u64(rows, json_u64(o, "epochs"));
-	ha_rb_u64(rows, json_u64(o, "malformed"));
-	ha_rb_u64(rows, json_u64(o, "stack_not_received"));
+	ha_rb_u32(rows, (uint32_t)br->boot);
+	ha_rb_str(rows, br->kernel ? br->kernel : "");
+	ha_rb_u64(rows, (uint64_t)br->start_us);
+	ha_rb_u64(rows, (uint64_t)br->end_us);
+	ha_rb_str(rows, br->ended);
+	ha_rb_u64(rows, br->events);
+	ha_rb_u64(rows, br->lost_frames);
+	ha_rb_u64(rows, br->lost_events);
+	ha_rb_u64(rows, (uint64_t)br->stacks);
+	ha_rb_u64(rows, (uint64_t)br->epochs);
+	ha_rb_u64(rows, br->malformed);
+	ha_rb_u64(rows, br->stack_not_received);
 	ha_rb_u64(rows, b->snap);
 	ha_rb_u64(rows, version);
 	bt.n = 1;
@@ -346,25 +365,17 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		g_autofree char *was = g_key_file_get_string(kf, group, key, NULL);
 		g_autofree char *snap = NULL;
 		uint64_t version;
-		BootNow b = { 0 };
-		bool ok;
+		g_auto(BootNow) b = { 0 };
 
-		/* Each report reads in its own transaction: while the boot streams, its
-		 * numbers and stacks may be a batch apart; the next round ships both of a
-		 * later moment, and a boot that ended does not move any more. Read before
-		 * its events are sent: a boots row that says the boot ended comes after
-		 * every event of it was sent final, so that sealing may count them. */
-		ok = read_boot(store, id, &b, error) &&
-		     ha_ch_ship_events(c, store, host, domain, id, kf, group, mark, st, error);
-		if (!ok) {
-			if (b.boots_json)
-				boot_now_clear(&b);
+		/* The boot's numbers and stacks of one moment (one read transaction), read
+		 * before its events are sent: a boots row that says the boot ended comes
+		 * after every event of it was sent final, so that sealing may count them. */
+		if (!read_boot(store, id, &b, error) ||
+		    !ha_ch_ship_events(c, store, host, domain, id, kf, group, mark, st, error))
 			return false;
-		}
 		snap = g_strdup_printf("%016" PRIx64, b.snap);
 		if (was && !strcmp(was, snap)) {
 			st->unchanged++;
-			boot_now_clear(&b);
 			continue;
 		}
 		/*
@@ -374,13 +385,8 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 		 */
 		version = ha_ch_next_version(kf, group);
 		g_key_file_set_boolean(kf, group, "seal", true);
-		if (!g_key_file_save_to_file(kf, mark, error)) {
-			boot_now_clear(&b);
-			return false;
-		}
-		ok = send_boot(&s, &b, version, error);
-		boot_now_clear(&b);
-		if (!ok)
+		if (!g_key_file_save_to_file(kf, mark, error) ||
+		    !send_boot(&s, &b, version, error))
 			return false;
 		/* ClickHouse confirmed every row of it: the watermark moves. */
 		g_key_file_set_string(kf, group, key, snap);

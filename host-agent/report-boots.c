@@ -141,6 +141,69 @@ static void host_time_json(HaStore *s, int64_t b, JsonBuilder *j)
 	}
 }
 
+void ha_report_boot_clear(HaReportBoot *b)
+{
+	g_clear_pointer(&b->boot_id, g_free);
+	g_clear_pointer(&b->kernel, g_free);
+	g_clear_pointer(&b->ended, g_free);
+}
+
+bool ha_report_boot(HaStore *s, int64_t b, HaReportBoot *ret, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT release, start_time, COALESCE(end_time,"
+					 " last_time), COALESCE(ended, 'running') FROM boots"
+					 " WHERE id = ?", error);
+	HaReportBoot r = { .boot = b };
+	uint64_t explained;
+	MapLoss ml;
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, b);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_reset(st);
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no boot %" PRId64, b);
+		return false;
+	}
+	r.kernel = g_strdup((const char *)sqlite3_column_text(st, 0));
+	r.start_us = sqlite3_column_int64(st, 1);
+	r.end_us = sqlite3_column_int64(st, 2);
+	r.ended = g_strdup((const char *)sqlite3_column_text(st, 3));
+	sqlite3_reset(st);
+	r.boot_id = ha_rp_boot_uuid(s, b);
+	{
+		g_autoptr(GHashTable) p = ha_rp_pending_events(s, b);
+
+		r.stack_not_received = g_hash_table_size(p);
+	}
+	r.events = sum_u64(s, "SELECT nr_traced FROM chunks WHERE boot = ?", b) +
+		   r.stack_not_received;
+	r.lost_frames = sum_u64(s, "SELECT gap_frames FROM streams WHERE boot = ?", b);
+	/* Ring-buffer loss: the larger of what the pages flagged and what the guest's
+	 * per-CPU stats say (they count the same overwritten events). */
+	r.lost_events = MAX(sum_u64(s, "SELECT overrun, dropped_events FROM lost WHERE"
+				    " boot = ?", b),
+			    sum_u64(s, "SELECT missed_events FROM streams WHERE boot = ?", b));
+	r.stacks = scalar(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", b) +
+		   scalar(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", b);
+	r.epochs = scalar(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", b);
+	r.malformed = sum_u64(s, "SELECT malformed FROM streams WHERE boot = ?", b);
+	/* LOST counts what the ring buffer's counters missed too, once: stack ids handed
+	 * out beyond what is stored and not explained by those counters. */
+	map_loss(s, b, &ml);
+	explained = ml.stored + r.lost_events + ml.unread;
+	if (explained < ml.stored)
+		explained = UINT64_MAX;
+	r.unseen_stack_ids = ml.successes > explained ? ml.successes - explained : 0;
+	r.unread_events = ml.unread;
+	r.lost_events += ml.unread + r.unseen_stack_ids;
+	r.map_epoch = ml.epoch;
+	r.map_successes = ml.successes;
+	r.stack_id_events = ml.stored;
+	*ret = r;
+	return true;
+}
+
 bool ha_rp_boots(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		 GError **error)
 {
@@ -158,92 +221,59 @@ bool ha_rp_boots(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 				       "ENDED", "EVENTS", "LOST", "STACKS", "EPOCHS");
 	for (guint i = 0; i < ids->len; i++) {
 		int64_t b = g_array_index(ids, int64_t, i);
-		sqlite3_stmt *st = ha_store_stmt(s, "SELECT release, start_time, COALESCE(end_time,"
-						 " last_time), COALESCE(ended, 'running') FROM boots"
-						 " WHERE id = ?", error);
-		g_autofree char *uuid = ha_rp_boot_uuid(s, b);
-		g_autofree char *rel = NULL, *start = NULL, *end = NULL, *ended = NULL;
-		int64_t stacks, epochs;
-		uint64_t events, lost_frames, overrun, malformed, explained, unseen, pending;
-		MapLoss ml;
+		g_auto(HaReportBoot) r = { 0 };
+		g_autofree char *start = NULL, *end = NULL;
+		g_autoptr(GError) e = NULL;
 
-		if (!st)
+		if (!ha_report_boot(s, b, &r, &e)) {
+			if (g_error_matches(e, G_IO_ERROR, G_IO_ERROR_NOT_FOUND))
+				continue;
+			g_propagate_error(error, g_steal_pointer(&e));
 			return false;
-		sqlite3_bind_int64(st, 1, b);
-		if (sqlite3_step(st) != SQLITE_ROW) {
-			sqlite3_reset(st);
-			continue;
 		}
-		rel = g_strdup((const char *)sqlite3_column_text(st, 0));
-		start = ha_rp_fmt_time(sqlite3_column_int64(st, 1));
-		end = ha_rp_fmt_time(sqlite3_column_int64(st, 2));
-		ended = g_strdup((const char *)sqlite3_column_text(st, 3));
-		sqlite3_reset(st);
-		{
-			g_autoptr(GHashTable) p = ha_rp_pending_events(s, b);
-
-			pending = g_hash_table_size(p);
-		}
-		events = sum_u64(s, "SELECT nr_traced FROM chunks WHERE boot = ?", b) + pending;
-		lost_frames = sum_u64(s, "SELECT gap_frames FROM streams WHERE boot = ?", b);
-		/* Ring-buffer loss: the larger of what the pages flagged and what the
-		 * guest's per-CPU stats say (they count the same overwritten events). */
-		overrun = MAX(sum_u64(s, "SELECT overrun, dropped_events FROM lost WHERE"
-				      " boot = ?", b),
-			      sum_u64(s, "SELECT missed_events FROM streams WHERE boot = ?", b));
-		stacks = scalar(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", b) +
-			 scalar(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", b);
-		epochs = scalar(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", b);
-		malformed = sum_u64(s, "SELECT malformed FROM streams WHERE boot = ?", b);
-		/* LOST counts what the ring buffer's counters missed too, once: stack ids
-		 * handed out beyond what is stored and not explained by those counters. */
-		map_loss(s, b, &ml);
-		explained = ml.stored + overrun + ml.unread;
-		if (explained < ml.stored)
-			explained = UINT64_MAX;
-		unseen = ml.successes > explained ? ml.successes - explained : 0;
-		overrun += ml.unread + unseen;
+		start = ha_rp_fmt_time(r.start_us);
+		end = ha_rp_fmt_time(r.end_us);
 		if (o->json) {
 			g_autoptr(JsonBuilder) j = json_builder_new();
 
 			json_builder_begin_object(j);
 			ha_json_member_int(j, "boot", b);
-			ha_json_member_str(j, "boot_id", uuid);
-			ha_json_member_str(j, "kernel", rel);
+			ha_json_member_str(j, "boot_id", r.boot_id);
+			ha_json_member_str(j, "kernel", r.kernel);
 			ha_json_member_str(j, "start", start);
 			ha_json_member_str(j, "end", end);
-			ha_json_member_str(j, "ended", ended);
-			ha_json_member_u64(j, "events", events);
-			ha_json_member_u64(j, "lost_frames", lost_frames);
-			ha_json_member_u64(j, "lost_events", overrun);
-			ha_json_member_int(j, "stacks", stacks);
-			ha_json_member_int(j, "epochs", epochs);
-			ha_json_member_u64(j, "malformed", malformed);
-			ha_json_member_u64(j, "unread_events", ml.unread);
-			ha_json_member_u64(j, "unseen_stack_ids", unseen);
-			ha_json_member_u64(j, "map_epoch", ml.epoch);
-			ha_json_member_u64(j, "map_successes", ml.successes);
-			ha_json_member_u64(j, "stack_id_events", ml.stored);
-			ha_json_member_u64(j, "stack_not_received", pending);
+			ha_json_member_str(j, "ended", r.ended);
+			ha_json_member_u64(j, "events", r.events);
+			ha_json_member_u64(j, "lost_frames", r.lost_frames);
+			ha_json_member_u64(j, "lost_events", r.lost_events);
+			ha_json_member_int(j, "stacks", r.stacks);
+			ha_json_member_int(j, "epochs", r.epochs);
+			ha_json_member_u64(j, "malformed", r.malformed);
+			ha_json_member_u64(j, "unread_events", r.unread_events);
+			ha_json_member_u64(j, "unseen_stack_ids", r.unseen_stack_ids);
+			ha_json_member_u64(j, "map_epoch", r.map_epoch);
+			ha_json_member_u64(j, "map_successes", r.map_successes);
+			ha_json_member_u64(j, "stack_id_events", r.stack_id_events);
+			ha_json_member_u64(j, "stack_not_received", r.stack_not_received);
 			host_time_json(s, b, j);
 			json_builder_end_object(j);
 			ha_json_array_add(&arr, j);
 		} else {
 			g_autofree char *lost = g_strdup_printf("%" PRIu64 "f/%" PRIu64 "e",
-								lost_frames, overrun);
+								r.lost_frames, r.lost_events);
 
 			g_string_append_printf(out, "%-4" PRId64 " %-36s %-22.22s %-19s %-19s %-12s"
 					       " %10" PRIu64 " %10s %8" PRId64 " %6" PRId64 "\n",
-					       b, uuid, rel ? rel : "?", start, end, ended, events,
-					       lost, stacks, epochs);
-			if (ml.unread || unseen)
+					       b, r.boot_id, r.kernel ? r.kernel : "?", start, end,
+					       r.ended, r.events, lost, r.stacks, r.epochs);
+			if (r.unread_events || r.unseen_stack_ids)
 				g_string_append_printf(out, "     of the LOST events: %" PRIu64
 						       " left unread in the guest's ring buffer, %"
 						       PRIu64 " more stack ids of epoch %" PRIu64
 						       " handed out than explained (map successes %"
 						       PRIu64 ", stack_id events stored %" PRIu64 ")\n",
-						       ml.unread, unseen, ml.epoch, ml.successes,
-						       ml.stored);
+						       r.unread_events, r.unseen_stack_ids, r.map_epoch,
+						       r.map_successes, r.stack_id_events);
 		}
 	}
 	if (o->json)
@@ -255,4 +285,3 @@ bool ha_rp_boots(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 				" never stored (a ring-buffer reset).\n");
 	return true;
 }
-

@@ -208,52 +208,95 @@ static void note_refused_formats(HaStore *s, int64_t boot)
 			   names->str, n > 8 ? ", ..." : "");
 }
 
+/* The stacks of the boots @ids counted, one entry per stack of a boot (merged by
+ * symbolic stack across boots when @merge), sorted: what top and folded print. Free
+ * with stacks_clear(). */
+typedef struct {
+	GHashTable *by_key;	/* Entry, owns them */
+	GPtrArray *v;		/* Entry, sorted by count */
+	GHashTable *syms_by_boot;
+	uint64_t total;
+	guint distinct;
+} Stacks;
+
+static void stacks_clear(Stacks *t)
+{
+	g_clear_pointer(&t->v, g_ptr_array_unref);
+	g_clear_pointer(&t->by_key, g_hash_table_unref);
+	g_clear_pointer(&t->syms_by_boot, g_hash_table_unref);
+}
+
+static bool stacks_collect(HaStore *s, GArray *ids, HaDwarf *dw, bool merge, guint limit,
+			   Stacks *t, GError **error)
+{
+	GHashTableIter it;
+	gpointer k, val;
+	bool merged = false;
+
+	t->by_key = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, entry_free);
+	t->syms_by_boot = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+						(GDestroyNotify)ha_syms_free);
+	for (guint i = 0; i < ids->len; i++) {
+		int64_t b = g_array_index(ids, int64_t, i);
+		HaSyms *syms = ha_rp_load_syms(s, b, dw);
+
+		g_hash_table_insert(t->syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
+		note_refused_formats(s, b);
+		if (!collect(s, b, t->by_key, syms, merge, limit, &t->total, &t->distinct,
+			     &merged, error))
+			return false;
+	}
+	t->v = g_ptr_array_new();
+	g_hash_table_iter_init(&it, t->by_key);
+	while (g_hash_table_iter_next(&it, &k, &val))
+		g_ptr_array_add(t->v, val);
+	g_ptr_array_sort(t->v, entry_cmp);
+	if (merged)
+		t->distinct = t->v->len;	/* after merging (by frames, or by symbolic stack) */
+	return true;
+}
+
+bool ha_report_folded(HaStore *store, int64_t boot, HaReportFoldedFn fn, void *user,
+		      GError **error)
+{
+	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	Stacks t = { 0 };
+	bool ok;
+
+	g_array_append_val(ids, boot);
+	ok = stacks_collect(store, ids, NULL, true, G_MAXUINT, &t, error);
+	for (guint i = 0; ok && i < t.v->len; i++) {
+		Entry *e = t.v->pdata[i];
+		g_autofree char *f = ha_rp_folded(&e->st, g_hash_table_lookup(t.syms_by_boot,
+									   &e->boot));
+
+		fn(f, e->count, user);
+	}
+	stacks_clear(&t);
+	return ok;
+}
+
 static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 		GString *out, GError **error)
 {
 	HaJsonArray arr;
 	g_autoptr(GArray) ids = ha_rp_select_boots(s, o->boot, error);
-	g_autoptr(GHashTable) by_key = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
-							    entry_free);
-	g_autoptr(GPtrArray) v = NULL;
-	GHashTable *syms_by_boot = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
-							 (GDestroyNotify)ha_syms_free);
-	uint64_t total = 0;
-	guint distinct = 0;
-	bool merged = false;
 	guint limit = as_folded ? G_MAXUINT : (o->limit ? o->limit : HA_RP_TOP_DEFAULT);
 	bool merge = as_folded || (ids && ids->len > 1);
-	bool ok = true;
+	Stacks t = { 0 };
+	GPtrArray *v;
+	uint64_t total;
+	guint distinct;
 
-	if (!ids) {
-		g_hash_table_destroy(syms_by_boot);
+	if (!ids)
+		return false;
+	if (!stacks_collect(s, ids, dw, merge, limit, &t, error)) {
+		stacks_clear(&t);
 		return false;
 	}
-	for (guint i = 0; i < ids->len && ok; i++) {
-		int64_t b = g_array_index(ids, int64_t, i);
-		HaSyms *syms = ha_rp_load_syms(s, b, dw);
-
-		g_hash_table_insert(syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
-		note_refused_formats(s, b);
-		ok = collect(s, b, by_key, syms, merge, limit, &total, &distinct, &merged,
-			     error);
-	}
-	if (!ok) {
-		g_hash_table_destroy(syms_by_boot);
-		return false;
-	}
-	v = g_ptr_array_new();
-	{
-		GHashTableIter it;
-		gpointer k, val;
-
-		g_hash_table_iter_init(&it, by_key);
-		while (g_hash_table_iter_next(&it, &k, &val))
-			g_ptr_array_add(v, val);
-	}
-	g_ptr_array_sort(v, entry_cmp);
-	if (merged)
-		distinct = v->len;	/* after merging (by frames, or by symbolic stack) */
+	v = t.v;
+	total = t.total;
+	distinct = t.distinct;
 	if (o->json) {
 		g_autoptr(JsonBuilder) head = json_builder_new();
 
@@ -267,7 +310,7 @@ static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 				       " symbolic stack" : "one boot");
 	for (guint i = 0; i < v->len && i < limit; i++) {
 		Entry *e = v->pdata[i];
-		HaSyms *syms = g_hash_table_lookup(syms_by_boot, &e->boot);
+		HaSyms *syms = g_hash_table_lookup(t.syms_by_boot, &e->boot);
 
 		if (o->json) {
 			g_autofree char *f = ha_rp_folded(&e->st, syms);
@@ -301,7 +344,7 @@ static bool top(HaStore *s, const HaReportOpts *o, HaDwarf *dw, bool as_folded,
 	}
 	if (o->json)
 		ha_json_array_end(&arr);
-	g_hash_table_destroy(syms_by_boot);
+	stacks_clear(&t);
 	return true;
 }
 

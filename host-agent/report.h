@@ -61,6 +61,45 @@ typedef struct {
 /* Append the report to @out. False with @error on a bad argument or store error. */
 bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error);
 
+/* One boot's numbers, as `report boots` shows them (its --json members). */
+typedef struct {
+	int64_t boot;		/* boots.id */
+	char *boot_id;		/* the UUID, "?" without one */
+	char *kernel;		/* the release, NULL when the guest sent none */
+	int64_t start_us;	/* host real time, us */
+	int64_t end_us;		/* its end, or its last contact while running */
+	char *ended;		/* clean, disconnected, crashed, running */
+	uint64_t events;	/* with stack_not_received */
+	uint64_t lost_frames;
+	uint64_t lost_events;	/* with unread_events and unseen_stack_ids */
+	int64_t stacks;
+	int64_t epochs;
+	uint64_t malformed;
+	uint64_t unread_events;
+	uint64_t unseen_stack_ids;
+	uint64_t map_epoch;
+	uint64_t map_successes;
+	uint64_t stack_id_events;
+	uint64_t stack_not_received;
+} HaReportBoot;
+
+/* Fill *@ret with boot @boot's numbers (free them with ha_report_boot_clear()); false
+ * with @error (G_IO_ERROR_NOT_FOUND: no such boot). Reads in the caller's
+ * transaction, if any. */
+bool ha_report_boot(HaStore *store, int64_t boot, HaReportBoot *ret, GError **error);
+void ha_report_boot_clear(HaReportBoot *b);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(HaReportBoot, ha_report_boot_clear)
+
+/* One stack of ha_report_folded(): @folded as `report folded` prints it. */
+typedef void (*HaReportFoldedFn)(const char *folded, uint64_t count, void *user);
+
+/*
+ * The stacks of @boot with their event counts, exactly the lines of `report folded
+ * --boot N` (without a vmlinux), in its order. False with @error on a store error.
+ */
+bool ha_report_folded(HaStore *store, int64_t boot, HaReportFoldedFn fn, void *user,
+		      GError **error);
+
 /*
  * Where frame gaps of @boot fell (store.h, table gaps): a new array (g_ptr_array_unref)
  * indexed by CPU, each entry NULL or a GArray of guint64 after_ts, ascending: the
