@@ -407,6 +407,39 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 
 #define SEAL_MAX_PER_CALL	1000u
 
+/*
+ * After the boot's seal at @version: its aggregates of older versions (an earlier seal
+ * of the boot before it resumed, or a seal that died) count nothing any more; deleted
+ * (a mutation, which ClickHouse applies in the background) so that they do not pile
+ * up with every re-seal. Only older ones: a concurrent seal of a newer version (another
+ * agent's) keeps its rows, and its sealed row outranks this one. A failure leaves rows
+ * that count nothing (a database of Distributed tables has no mutations): a warning.
+ */
+static void drop_stale(HaCh *c, const char *key, uint64_t version)
+{
+	static const char *const tables[] = { "event_totals", "event_counts" };
+
+	for (gsize i = 0; i < G_N_ELEMENTS(tables); i++) {
+		g_autofree char *q = g_strdup_printf("SELECT count() FROM %s WHERE %s AND"
+						     " version < %" PRIu64, tables[i], key,
+						     version);
+		g_autoptr(GError) e = NULL;
+		uint64_t n = 0;
+
+		if (ha_ch_query_u64(c, q, &n, &e) && n) {
+			g_free(q);
+			q = g_strdup_printf("ALTER TABLE %s DELETE WHERE %s AND version < %" PRIu64,
+					    tables[i], key, version);
+			if (ha_ch_query(c, q, NULL, 0, NULL, &e))
+				g_debug("%s: %" PRIu64 " stale rows of %s deleted", tables[i], n,
+					key);
+		}
+		if (e)
+			g_warning("ClickHouse: the older aggregates of a sealed boot (%s) stay in"
+				  " %s, counting nothing: %s", key, tables[i], e->message);
+	}
+}
+
 /* @b: host, domain, boot id and snap of a boots row that ended. */
 static bool seal_boot(HaCh *c, gchar **b, GError **error)
 {
@@ -462,7 +495,10 @@ static bool seal_boot(HaCh *c, gchar **b, GError **error)
 	}
 	g_string_append_printf(ins, "%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ")",
 			       g_ascii_strtoull(b[3], NULL, 10), last, n, version);
-	return ha_ch_query(c, ins->str, NULL, 0, NULL, error);
+	if (!ha_ch_query(c, ins->str, NULL, 0, NULL, error))
+		return false;
+	drop_stale(c, key->str, version);
+	return true;
 }
 
 bool ha_ch_seal_pending(HaCh *c, GError **error)

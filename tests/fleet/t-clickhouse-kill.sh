@@ -106,3 +106,69 @@ chq "INSERT INTO k.sealed SELECT host, domain, boot, snap + 1, last_ts, events, 
      FROM k.sealed" || fail "insert"
 check "a stale seal"
 ok "a dead seal's rows count nothing; a stale seal: the events rows count"
+
+# Sealed again (a ship whose seal had not finished: the watermark's seal flag; the
+# boots row's snap is not the stale seal's): the aggregates of every older version
+# are deleted, the new ones count every event once
+sed -i 's/^seal=false$/seal=true/' "$T/state/k1.db.ship"
+grep -q '^seal=true$' "$T/state/k1.db.ship" || fail "no seal flag in the watermark"
+"$HOST_AGENT" ship k1 "$URL" --host h --state-dir "$T/state" 2>"$T/ship.err" ||
+	{ cat "$T/ship.err"; fail "ship to seal again"; }
+mutations_done() { [ "$(chq "SELECT count() FROM system.mutations WHERE database = 'k'
+	AND is_done = 0")" = 0 ]; }
+wait_for mutations_done || fail "the stale aggregates' deletion did not finish"
+v=$(chq "SELECT version FROM k.sealed FINAL")
+for t in event_totals event_counts; do
+	[ "$(chq "SELECT count() FROM k.$t WHERE version != $v")" = 0 ] ||
+		fail "k.$t: rows of older seals left after the boot was sealed again"
+done
+[ "$(chq "SELECT sum(n) FROM k.event_totals")" = 200000 ] || fail "event_totals after the re-seal"
+check "sealed again"
+ok "sealed again: the older seals' aggregates deleted, the new ones exact"
+
+# A running boot (the agent killed -9 mid-stream: no end recorded), shipped twice with
+# ClickHouse's merges stopped, the second time with its watermark lost: every row is
+# in ClickHouse twice, unmerged, and every report still counts it once (FINAL)
+start_daemon --listen "$T/sock2" --domain-name r1
+"$SYNTH_GUEST" --connect "$T/sock2" --events 100000 --cpus 2 --epochs 2 --seed 93 \
+	--throttle-us 5000 -q >/dev/null 2>"$T/guest2.err" &
+GUEST2=$!
+stored() { [ "$("$SQLITE3" "$T/state/r1.db" "SELECT COUNT(*) FROM chunks" 2>/dev/null)" -ge 4 ]; }
+wait_for stored || fail "r1: nothing stored"
+kill -9 "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+DAEMON_PID=
+kill "$GUEST2" 2>/dev/null
+wait "$GUEST2" 2>/dev/null
+chq "CREATE DATABASE r" || fail "create r"
+RURL="${CH_URL}?database=r"
+"$HOST_AGENT" ship r1 "$RURL" --host h --state-dir "$T/state" 2>"$T/ship.err" ||
+	{ cat "$T/ship.err"; fail "ship r1"; }
+chq "SYSTEM STOP MERGES" || fail "stop merges"
+rm "$T/state/r1.db.ship"
+"$HOST_AGENT" ship r1 "$RURL" --host h --state-dir "$T/state" 2>"$T/ship.err" ||
+	{ cat "$T/ship.err"; fail "ship r1 again"; }
+[ "$(chq "SELECT ended FROM r.boots FINAL")" = running ] || fail "r1 is not running"
+rfleet() { "$HOST_AGENT" report --clickhouse "$RURL" "$@"; }
+report folded --domain-name r1 | sort >"$T/r1.folded"
+n0=$(awk '{s += $NF} END {print s}' "$T/r1.folded")
+[ "$n0" -gt 0 ] || fail "r1: no events stored"
+# each ship sends every event at least once (pages that may change more than once)
+[ "$(chq "SELECT count() FROM r.events")" -ge $((2 * n0)) ] ||
+	fail "r.events: $(chq "SELECT count() FROM r.events") rows, want each of $n0 events twice"
+[ "$(chq "SELECT uniqExact(cpu, page, idx) FROM r.events")" = "$n0" ] ||
+	fail "r.events: not $n0 distinct events"
+[ "$(chq "SELECT count() FROM r.boots")" = 2 ] || fail "r.boots: not two rows"
+rfleet folded | sort | cmp -s - "$T/r1.folded" || fail "running boot: folded counts twice"
+rfleet folded --event kmalloc | sort | cmp -s - "$T/r1.folded" ||
+	fail "running boot: folded --event counts twice"
+rfleet top -n 1 | head -1 | grep -q "^$n0 events in 1 boots" || fail "running boot: top"
+rfleet top -n 1 --event kmalloc | head -1 | grep -q "^$n0 events in 1 boots" ||
+	fail "running boot: top --event"
+[ "$(rfleet boots | tail -n +2 | wc -l)" = 1 ] || fail "running boot: boots lists it twice"
+echo "h r1 $(report events --json --limit 1000000000 --domain-name r1)" >"$T/r1.events"
+rfleet events --json --limit 1000000000 >"$T/r1.ch" || fail "running boot: events"
+n=$(python3 "$(dirname "$0")/events-cmp.py" "$T/r1.events" "$T/r1.ch") ||
+	fail "running boot: events != the store's: $n"
+chq "SYSTEM START MERGES" || fail "start merges"
+ok "a running boot's rows twice in ClickHouse, unmerged: boots, top, folded, events count it once ($n events)"
