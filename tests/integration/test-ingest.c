@@ -17,31 +17,9 @@
 #include "proto.h"
 #include "ringpage.h"
 #include "tap.h"
+#include "conn-feed.h"
 
 static uint8_t boot_id[16] = { 1, 2, 3 };
-
-static void feed(HaConn *c, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		uint8_t *space;
-		size_t room = ha_conn_space(c, &space), n = MIN(room, len);
-
-		memcpy(space, buf, n);
-		ha_conn_commit(c, n);
-		buf += n;
-		len -= n;
-	}
-}
-
-static bool send_frame(HaConn *c, uint8_t type, uint64_t seq, const void *p, size_t len,
-		       GError **error)
-{
-	g_autofree uint8_t *buf = g_malloc(SMP_HDR_SIZE + len);
-	long n = smp_frame_encode(buf, SMP_HDR_SIZE + len, type, 0, seq, p, len);
-
-	feed(c, buf, (size_t)n);
-	return ha_conn_process(c, error);
-}
 
 static bool send_hello_stream(HaConn *c, uint64_t stream_id, GError **error)
 {
@@ -55,7 +33,7 @@ static bool send_hello_stream(HaConn *c, uint64_t stream_id, GError **error)
 
 	memcpy(h.boot_id, boot_id, 16);
 	n = smp_hello_encode(&h, p, sizeof(p));
-	return send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
+	return conn_send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
 }
 
 /* A HELLO of the test's boot with other geometry. */
@@ -72,7 +50,7 @@ static bool send_hello_geo(HaConn *c, uint64_t stream_id, uint32_t nr_cpus,
 
 	memcpy(h.boot_id, boot_id, 16);
 	n = smp_hello_encode(&h, p, sizeof(p));
-	return send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
+	return conn_send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
 }
 
 static bool send_stack(HaConn *c, uint64_t seq, const uint32_t *ids, const uint64_t *ip0,
@@ -86,7 +64,7 @@ static bool send_stack(HaConn *c, uint64_t seq, const uint32_t *ids, const uint6
 
 		len += (size_t)smp_delta_put_stack(p + len, sizeof(p) - len, ids[i], 1, ips, 2);
 	}
-	return send_frame(c, SMP_STACKS, seq, p, len, error);
+	return conn_send_frame(c, SMP_STACKS, seq, p, len, error);
 }
 
 static bool send_hello(HaConn *c, GError **error)
@@ -124,7 +102,7 @@ static bool send_epoch(HaConn *c, uint64_t seq, uint64_t epoch, GError **error)
 	uint8_t p[SMP_DELTA_EPOCH_SIZE];
 	long n = smp_delta_put_epoch(p, sizeof(p), epoch, epoch * 100);
 
-	return send_frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
+	return conn_send_frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
 }
 
 static bool send_formats(HaConn *c, uint64_t *seq, GError **error)
@@ -139,7 +117,7 @@ static bool send_formats(HaConn *c, uint64_t *seq, GError **error)
 		};
 		long n = smp_format_encode(&m, p, SMP_MAX_PAYLOAD);
 
-		if (n < 0 || !send_frame(c, SMP_FORMAT, (*seq)++, p, (size_t)n, error))
+		if (n < 0 || !conn_send_frame(c, SMP_FORMAT, (*seq)++, p, (size_t)n, error))
 			return false;
 	}
 	return true;
@@ -176,7 +154,7 @@ static bool send_page_fullstack(HaConn *c, uint64_t seq, uint64_t ip0, GError **
 	ringpage_add(&rp, 1000 * seq + 5, ks, sizeof(ks));
 	m.data_len = ringpage_finish(&rp);
 	n = smp_page_encode(&m, p, sizeof(p));
-	return n > 0 && send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
+	return n > 0 && conn_send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
 }
 
 /* Prepared here, not through the store's cache: that one keys statements by the SQL's

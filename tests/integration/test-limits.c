@@ -17,29 +17,7 @@
 #include "ingest.h"
 #include "proto.h"
 #include "tap.h"
-
-static void feed(HaConn *c, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		uint8_t *space;
-		size_t room = ha_conn_space(c, &space), n = MIN(room, len);
-
-		memcpy(space, buf, n);
-		ha_conn_commit(c, n);
-		buf += n;
-		len -= n;
-	}
-}
-
-static bool frame(HaConn *c, uint8_t type, uint64_t seq, const void *p, size_t len,
-		  GError **error)
-{
-	g_autofree uint8_t *buf = g_malloc(SMP_HDR_SIZE + len);
-	long n = smp_frame_encode(buf, SMP_HDR_SIZE + len, type, 0, seq, p, len);
-
-	feed(c, buf, (size_t)n);
-	return ha_conn_process(c, error);
-}
+#include "conn-feed.h"
 
 static bool hello(HaConn *c, uint8_t boot, uint64_t stream_id, GError **error)
 {
@@ -53,7 +31,7 @@ static bool hello(HaConn *c, uint8_t boot, uint64_t stream_id, GError **error)
 
 	memset(h.boot_id, boot, 16);
 	n = smp_hello_encode(&h, p, sizeof(p));
-	return frame(c, SMP_HELLO, 0, p, (size_t)n, error);
+	return conn_send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
 }
 
 static bool epoch(HaConn *c, uint64_t seq, uint64_t e, GError **error)
@@ -61,7 +39,7 @@ static bool epoch(HaConn *c, uint64_t seq, uint64_t e, GError **error)
 	uint8_t p[SMP_DELTA_EPOCH_SIZE];
 	long n = smp_delta_put_epoch(p, sizeof(p), e, e * 100);
 
-	return frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
+	return conn_send_frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
 }
 
 /* A STACKS frame of @nr stacks of epoch @e, slots @slot0.. */
@@ -78,7 +56,7 @@ static bool stacks(HaConn *c, uint64_t seq, uint64_t e, uint32_t slot0, unsigned
 
 		len += (size_t)smp_delta_put_stack(p + len, sizeof(p) - len, id, 1, ips, 2);
 	}
-	return frame(c, SMP_STACKS, seq, p, len, error);
+	return conn_send_frame(c, SMP_STACKS, seq, p, len, error);
 }
 
 static int64_t q1(HaStore *s, const char *sql)
@@ -168,7 +146,7 @@ int main(void)
 		uint8_t p[64];
 		long n = smp_stats_encode(st, 2, p, sizeof(p));
 
-		CHECK(n > 0 && frame(c, SMP_STATS, 9, p, (size_t)n, &e), "STATS applied");
+		CHECK(n > 0 && conn_send_frame(c, SMP_STATS, 9, p, (size_t)n, &e), "STATS applied");
 	}
 	CHECK(ha_conn_flush(c, &e), "committed");
 	CHECK(q1(s, "SELECT COUNT(*) FROM epochs") == 3 &&
