@@ -15,7 +15,7 @@ Tests:
   seed-selftests     the seed's three stackmap .tc selftests pass under the
                      kernel's own ftracetest
   ftrace-regression  every test.d/ftrace selftest that passed on the
-                     unpatched kernel (ftrace-baseline-unpatched.txt) still
+                     unpatched kernel (ftrace-baseline-unpatched-GUEST.txt) still
                      passes on the patched one
   selftest-regression every selftest of test.d/trigger, event, filter,
                      00basic, kprobe and dynevent (SELFTEST_DIRS) that passes
@@ -30,7 +30,7 @@ Tests:
   pvpanic            a guest panic reaches QEMU through pvpanic and ends
                      the run at once (launch exits 1)
   record-baseline    (not a meson test) run test.d/ftrace on the unpatched
-                     kernel and rewrite ftrace-baseline-unpatched.txt
+                     kernel and rewrite ftrace-baseline-unpatched-GUEST.txt
 """
 
 import argparse
@@ -44,7 +44,12 @@ import stackmap_e2e as sm
 from stackmap_e2e import check, log, build_kernel, run_ftracetest, summary, case_log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BASELINE = os.path.join(HERE, 'ftrace-baseline-unpatched.txt')
+
+
+def baseline_path(kout):
+    """test.d/ftrace's recorded results on the unpatched kernel of kout's guest
+    configuration: each guest has its own (the tiny one has no modules)."""
+    return os.path.join(HERE, 'ftrace-baseline-unpatched-%s.txt' % sm.kernel_guest(kout))
 
 
 def initramfs(kout, workdir):
@@ -82,9 +87,9 @@ def t_seed_selftests(workdir):
     check(not bad, 'seed selftests not passing: %s' % bad)
 
 
-def read_baseline():
+def read_baseline(path):
     base = {}
-    with open(BASELINE) as f:
+    with open(path) as f:
         for l in f:
             if l.startswith('#') or not l.strip():
                 continue
@@ -96,7 +101,10 @@ def read_baseline():
 def t_ftrace_regression(workdir):
     kout = build_kernel()
     res = ftracetest(kout, workdir, ['test.d/ftrace'], 'ftrace-regression')
-    base = read_baseline()
+    path = baseline_path(kout)
+    check(os.path.exists(path), 'no baseline for this guest: %s (record it with '
+          'e2e.py record-baseline)' % path)
+    base = read_baseline(path)
     passed_before = [d for d, r in base.items() if r == 'PASS']
     check(passed_before, 'the baseline has no passing test')
     regressed = [d for d in passed_before if res.get(d) != 'PASS']
@@ -176,14 +184,18 @@ def t_record_baseline(workdir):
     res = ftracetest(kout, workdir, ['test.d/ftrace'], 'baseline-unpatched')
     with open(os.path.join(kout, 'kernel.release')) as f:
         release = f.read().strip()
-    with open(BASELINE, 'w') as f:
+    guest = sm.kernel_guest(kout)
+    path = baseline_path(kout)
+    with open(path, 'w') as f:
         f.write('# ftracetest test.d/ftrace on the UNPATCHED guest kernel '
-                '(%s, build-kernel --unpatched, 2 vCPUs, TCG).\n' % release)
-        f.write('# Regenerate with: PYTHONPATH=tests/lib tests/e2e/e2e.py record-baseline\n')
+                '(%s, build-kernel --guest %s --unpatched, 2 vCPUs, TCG).\n'
+                % (release, guest))
+        f.write('# Regenerate with: STACKMAP_GUEST=%s PYTHONPATH=tests/lib '
+                'tests/e2e/e2e.py record-baseline\n' % guest)
         f.write('# %s\n' % summary(res))
         for desc, r in sorted(res.items()):
             f.write('%s\t%s\n' % (r, desc))
-    log('wrote ' + BASELINE)
+    log('wrote ' + path)
 
 
 def t_boot_activation(workdir):

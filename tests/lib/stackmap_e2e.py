@@ -143,6 +143,14 @@ def build_kernel(unpatched=False):
     return kout
 
 
+def kernel_guest(kout):
+    """Which guest configuration kout was built for (build-kernel --guest: real,
+    tiny, or config for --config), from its build-info."""
+    with open(os.path.join(kout, 'build-info')) as f:
+        info = dict(l.rstrip('\n').split('=', 1) for l in f if '=' in l)
+    return info['guest']
+
+
 def build_initramfs(kout, path, add=()):
     """build-initramfs KOUT PATH with every (file, /guest/path) of ADD installed too."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
