@@ -100,11 +100,11 @@ def read_baseline(path):
 
 def t_ftrace_regression(workdir):
     kout = build_kernel()
-    res = ftracetest(kout, workdir, ['test.d/ftrace'], 'ftrace-regression')
     path = baseline_path(kout)
     check(os.path.exists(path), 'no baseline for this guest: %s (record it with '
           'e2e.py record-baseline)' % path)
     base = read_baseline(path)
+    res = ftracetest(kout, workdir, ['test.d/ftrace'], 'ftrace-regression')
     passed_before = [d for d, r in base.items() if r == 'PASS']
     check(passed_before, 'the baseline has no passing test')
     regressed = [d for d in passed_before if res.get(d) != 'PASS']
