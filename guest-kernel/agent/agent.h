@@ -144,8 +144,9 @@ void agent_send_cmdlines(struct agent *a, struct win *w, bool full);
 /* Into @w: FORMAT of newly enabled events, KSYMS and MODULES when the module list
  * changed, the CMDLINES that changed. */
 void agent_rescan_metadata(struct agent *a, struct win *w);
-/* Read every CPU's pages and the delta file into the window. */
-void agent_collect(struct agent *a);
+/* Read every CPU's pages and the delta file into the window. Returns the number of
+ * pages read (empty ones included): 0 when the rings had nothing. */
+unsigned agent_collect(struct agent *a);
 /* Read the delta file's records into the window (also before a gap is filled). */
 void agent_collect_delta(struct agent *a);
 /* Open the delta file if it is not open (logged once when it cannot be). */

@@ -116,9 +116,10 @@ bool agent_holding(struct agent *a)
 	return true;
 }
 
-void agent_collect(struct agent *a)
+unsigned agent_collect(struct agent *a)
 {
 	bool missed_any = false;
+	unsigned pages = 0;
 
 	for (uint32_t i = 0; a->rings && i < a->rings->count; i++) {
 		struct ring_cpu *c = &a->rings->cpus[i];
@@ -129,7 +130,7 @@ void agent_collect(struct agent *a)
 			int r;
 
 			if (agent_holding(a))
-				return;
+				return pages;
 			r = ring_read_page(a->rings, c, &page);
 
 			if (r == 0)
@@ -139,6 +140,7 @@ void agent_collect(struct agent *a)
 					 c->cpu, strerror(-r));
 				break;
 			}
+			pages++;
 			r = stream_page(a->win, &a->pl, c->cpu, page, a->rings->page_size,
 					&missed);
 			if (r == 1) {
@@ -168,6 +170,7 @@ void agent_collect(struct agent *a)
 	agent_collect_delta(a);
 	if (missed_any)
 		agent_queue_lost(a, false);
+	return pages;
 }
 
 void agent_rescan(struct agent *a)

@@ -311,6 +311,10 @@ static void read_port(struct agent *a)
 		latency_acked(&a->lat, ws.acked);	/* ACKed pages are durable now */
 		if (act)
 			handle_actions(a, act);
+		/* a short read took what was there: poll says when more comes, no read
+		 * just to fail with EAGAIN */
+		if ((size_t)n < sizeof(buf))
+			return;
 	}
 }
 
@@ -419,10 +423,23 @@ static void arm_min(uint64_t *deadline, uint64_t t)
 		*deadline = t;
 }
 
+/*
+ * How long after the rings became readable they are read: late enough that each read
+ * takes what a busy CPU committed in most of the flush bound (fewer, fuller pages;
+ * fewer syscalls and frames), early enough that reading, framing and the port write
+ * fit in the rest of it (a fifth, at least 1 ms).
+ */
+static unsigned gather_delay_ms(unsigned flush_ms)
+{
+	unsigned slack = flush_ms / 5 ? flush_ms / 5 : 1;
+
+	return flush_ms > slack ? flush_ms - slack : 1;
+}
+
 static int run(struct agent *a, int sfd)
 {
 	uint64_t now = now_ms();
-	unsigned gather_ms = a->o.flush_ms / 2 ? a->o.flush_ms / 2 : 1;
+	unsigned gather_ms = gather_delay_ms(a->o.flush_ms);
 
 	a->t_rescan = now + a->o.rescan_ms;
 	a->t_stats = now + a->o.stats_ms;
@@ -438,8 +455,15 @@ static int run(struct agent *a, int sfd)
 		now = now_ms();
 		/* after BYE nothing more is framed: BYE is the stream's last frame */
 		if (a->t_gather && now >= a->t_gather && !a->stopping) {
-			a->t_gather = 0;
-			agent_collect(a);
+			/*
+			 * While the rings have data, read them on this timer alone: what is
+			 * committed after this read is read at the next, within the flush
+			 * bound, with no poll of the wake-up file (and no kernel wake-up of
+			 * the agent) per round. A round that finds nothing goes back to
+			 * waiting for the wake-up.
+			 */
+			a->t_gather = agent_collect(a) && !agent_holding(a) ?
+				      now_ms() + gather_ms : 0;
 		}
 		if (now >= a->t_rescan && !a->stopping) {
 			a->t_rescan = now + a->o.rescan_ms;
