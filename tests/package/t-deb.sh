@@ -1,19 +1,25 @@
 #!/bin/bash
 # tests/package/t-deb.sh SRCDIR SYNTH_GUEST: the Debian packages, built from a copy of
-# the tree with dpkg-source and dpkg-buildpackage, checked by lintian, then installed with their
-# maintainer scripts by dpkg into a private root: an overlay over this system's own
-# root, in a mount namespace of the test's own, so nothing of this system changes and
-# the dependencies are the installed ones (no network, no debootstrap). In that root
-# the packaged host-agent stores a synthetic guest's stream and reports it exactly as
-# the guest had it. Needs root (the overlay mount); a missing tool fails the test.
+# the tree with dpkg-source and dpkg-buildpackage, checked by lintian, then installed
+# with their maintainer scripts into a fresh Debian root: debootstrap's minbase of this
+# system's release, from the Debian mirror apt uses here, plus only what the host
+# package's Depends names (so a library it lacks is missing there), systemd (for
+# `systemd-analyze verify`), man-db and bash-completion. The root's own dpkg installs
+# both packages; there the packaged host-agent prints --version and --help, its man
+# page and completion load as a user's would, its units verify, it stores a synthetic
+# guest's stream and reports it exactly as the guest had it; then both are purged.
+# Nothing of this system changes (the root's mounts live in a mount namespace of the
+# test's own). Needs root and the Debian mirror; debootstrap keeps the packages it
+# downloads in ~/.cache/virtio-stackmap/debootstrap-CODENAME. A missing tool fails the
+# test.
 set -euo pipefail
 top=$1 synth=$2
 
 fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok: $*"; }
 
-[ "$(id -u)" = 0 ] || fail "needs root (an overlay mount for the private root)"
-for tool in dpkg-buildpackage dh lintian scdoc meson unshare chroot git; do
+[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot, mounts)"
+for tool in dpkg-buildpackage dh lintian scdoc meson unshare chroot git debootstrap; do
 	command -v "$tool" >/dev/null || fail "$tool missing (.ci/install-deps installs it)"
 done
 [ -x "$synth" ] || fail "no synth-guest at $synth"
@@ -26,8 +32,9 @@ W=$(mktemp -d -t pkg-test.XXXXXX)
 DAEMON_PID=
 cleanup() {
 	[ -z "$DAEMON_PID" ] || kill -9 "$DAEMON_PID" 2>/dev/null || true
-	umount -R "$W/root" 2>/dev/null || true
-	if [ "${KEEP:-0}" = 1 ]; then echo "kept $W"; else rm -rf "$W"; fi
+	umount -R "$W/root/proc" "$W/root/dev" "$W/root/tmp" "$W/root/run" 2>/dev/null || true
+	# --one-file-system: never into a mount that is still there (the bound /dev)
+	if [ "${KEEP:-0}" = 1 ]; then echo "kept $W"; else rm -rf --one-file-system "$W"; fi
 }
 trap cleanup EXIT
 
@@ -82,28 +89,64 @@ for f in ./usr/sbin/stackmap-guestd ./usr/share/man/man8/stackmap-guestd.8.gz \
 done
 ok "package contents"
 
-# The private root.
+# The fresh root: this system's release from the Debian mirror apt has for it, minbase
+# plus the host package's dependencies (the first of each alternative), systemd, man-db
+# and bash-completion.
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[ -n "$codename" ] || fail "no VERSION_CODENAME in /etc/os-release"
+mirror=$(apt-get indextargets --format '$(CODENAME) $(ORIGIN) $(REPO_URI)' \
+	'Identifier: Packages' | awk -v c="$codename" '$1 == c && $2 == "Debian" {print $3; exit}')
+[ -n "$mirror" ] || fail "apt has no Debian mirror for $codename (apt-get update?)"
+deps=$(dpkg-deb -f "$host_deb" Depends | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g')
+[ -n "$deps" ] || fail "the host package has no Depends"
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/virtio-stackmap/debootstrap-$codename
+mkdir -p "$cache"
 R=$W/root
-mkdir -p "$R" "$W/upper" "$W/work"
-mount -t overlay overlay -o "lowerdir=/,upperdir=$W/upper,workdir=$W/work" "$R"
+t0=$(date +%s)
+debootstrap --variant=minbase --cache-dir="$cache" \
+	--include="$deps,systemd,man-db,bash-completion" "$codename" "$R" "$mirror" \
+	>"$W/debootstrap.log" 2>&1 || { tail -n 30 "$W/debootstrap.log"; fail "debootstrap"; }
+for l in $(tr , ' ' <<<"$deps"); do
+	chroot "$R" dpkg-query -W "$l" >/dev/null 2>&1 || fail "the fresh root lacks $l"
+done
+[ ! -e "$R/usr/bin/host-agent" ] || fail "the fresh root has a host-agent already"
+ok "a fresh $codename root (debootstrap minbase + the $(wc -w <<<"$(tr , ' ' <<<"$deps")") Depends, systemd, man-db) in $(($(date +%s) - t0)) s"
+
 mount -t proc proc "$R/proc"
 mount --bind /dev "$R/dev"
 mount -t tmpfs tmpfs "$R/tmp"
 mount -t tmpfs tmpfs "$R/run"
-# A host whose /usr/bin already has a host-agent would hide a package that lacks one.
-[ ! -e "$R/usr/bin/host-agent" ] || rm -f "$W/upper/usr/bin/host-agent" ||
-	fail "a host-agent is installed on this system"
-dpkg --root="$R" -i "$host_deb" "$guest_deb" >"$W/dpkg.log" 2>&1 ||
-	{ cat "$W/dpkg.log"; fail "dpkg --root -i"; }
+mkdir "$R/tmp/debs"
+cp "$host_deb" "$guest_deb" "$R/tmp/debs/"
+chroot "$R" dpkg -i "/tmp/debs/${host_deb##*/}" "/tmp/debs/${guest_deb##*/}" \
+	>"$W/dpkg.log" 2>&1 || { cat "$W/dpkg.log"; fail "dpkg -i in the fresh root"; }
 for p in virtio-stackmap-host virtio-stackmap-guest; do
-	st=$(dpkg --root="$R" -s "$p" | sed -n 's/^Status: //p')
+	st=$(chroot "$R" dpkg -s "$p" | sed -n 's/^Status: //p')
 	[ "$st" = "install ok installed" ] || fail "$p: $st"
 done
-ok "dpkg --root -i: both packages installed and configured"
+# Every library the packaged programs load is in the root, from its packages.
+! chroot "$R" ldd /usr/bin/host-agent | grep 'not found' ||
+	fail "host-agent needs a library the fresh root lacks"
+ok "dpkg -i in the fresh root: both packages installed and configured"
 
 v=$(chroot "$R" host-agent --version) || fail "host-agent --version"
 [[ $v == "host-agent $ver "* ]] || fail "host-agent --version: $v"
 ok "$v"
+h=$(chroot "$R" host-agent report --help) || fail "host-agent report --help"
+grep -q '^  host-agent report \[OPTION.*\] boots|top|events|' <<<"$h" &&
+	grep -q '^Exit status: ' <<<"$h" || fail "host-agent report --help: $h"
+ok "host-agent report --help: its usage line and exit status"
+
+# The man pages, as man finds and renders them in that root.
+for page in host-agent stackmap-guestd; do
+	chroot "$R" env MANWIDTH=80 man 8 "$page" >"$W/$page.man" 2>"$W/man.err" ||
+		{ cat "$W/man.err"; fail "man 8 $page in the fresh root"; }
+	[ ! -s "$W/man.err" ] || { cat "$W/man.err"; fail "man 8 $page warns"; }
+	grep -q "^ *$page - " "$W/$page.man" && grep -q '^EXIT STATUS' "$W/$page.man" ||
+		fail "man 8 $page: no NAME line or EXIT STATUS"
+done
+ok "man 8 host-agent, man 8 stackmap-guestd: found and rendered by the root's man"
+
 chroot "$R" /usr/sbin/stackmap-guestd --help >/dev/null || fail "stackmap-guestd --help"
 ! readelf -d "$R/usr/sbin/stackmap-guestd" 2>/dev/null | grep -q NEEDED ||
 	fail "stackmap-guestd is not static"
@@ -124,14 +167,18 @@ chroot "$R" sh -c 'systemd-analyze verify /tmp/units/*.service' >"$W/verify.log"
 ! grep -v '^$' "$W/verify.log" | grep -q . || { cat "$W/verify.log"; fail "systemd-analyze verify said something"; }
 ok "systemd-analyze verify: the three units"
 
-# Bash completion, as bash runs it.
-words=$(bash -c '. "$1"; COMP_WORDS=(host-agent rep); COMP_CWORD=1; _host_agent
-	printf "%s " "${COMPREPLY[@]}"; COMP_WORDS=(host-agent report f); COMP_CWORD=2
-	_host_agent; printf "%s " "${COMPREPLY[@]}"; COMP_WORDS=(host-agent --dat); COMP_CWORD=1
-	_host_agent; printf "%s" "${COMPREPLY[@]}"' _ \
-	"$R/usr/share/bash-completion/completions/host-agent")
-[ "$words" = "report folded flamegraph --dat-version" ] || fail "completion: '$words'"
-ok "bash completion: commands, report verbs, options"
+# Bash completion, found as bash-completion finds it on the first TAB (its loader, by
+# the command's name) and run as bash runs it, in the root's bash.
+words=$(chroot "$R" bash --norc -c '. /usr/share/bash-completion/bash_completion
+	__load_completion host-agent || exit 1
+	complete -p host-agent | grep -q -- "-F _host_agent host-agent$" || exit 1
+	COMP_WORDS=(host-agent rep); COMP_CWORD=1; _host_agent; printf "%s " "${COMPREPLY[@]}"
+	COMP_WORDS=(host-agent report ""); COMP_CWORD=2; _host_agent; printf "%s " "${COMPREPLY[@]}"
+	COMP_WORDS=(host-agent export --dat); COMP_CWORD=2; _host_agent; printf "%s" "${COMPREPLY[@]}"') ||
+	fail "bash-completion does not load the installed completion"
+[ "$words" = "report boots top events stack folded flamegraph --dat-version" ] ||
+	fail "completion: '$words'"
+ok "bash completion: loaded by bash-completion; commands, report verbs, an option"
 
 # The packaged daemon stores a synthetic guest's stream; the packaged report prints it
 # as the guest had it.
@@ -159,7 +206,7 @@ grep -q '"ended":"clean"' <<<"$b" && grep -q '"events":20000' <<<"$b" ||
 ok "the packaged host-agent stored 20000 events; report folded and boots agree with the guest"
 
 # Removal and purge run their scripts too.
-dpkg --root="$R" --purge virtio-stackmap-host virtio-stackmap-guest >"$W/dpkg.log" 2>&1 ||
+chroot "$R" dpkg --purge virtio-stackmap-host virtio-stackmap-guest >"$W/dpkg.log" 2>&1 ||
 	{ cat "$W/dpkg.log"; fail "dpkg --purge"; }
 [ ! -e "$R/usr/bin/host-agent" ] && [ ! -e "$R/usr/sbin/stackmap-guestd" ] ||
 	fail "files left after purge"
