@@ -80,6 +80,8 @@ for page in host-agent stackmap-guestd; do
 done
 grep -q '/usr/share/virtio-stackmap/stackmap-channel.xml' "$W/host-agent.txt" ||
 	fail "host-agent.8 does not name the installed channel XML"
+grep -q '/usr/share/bash-completion/completions/host-agent' "$W/host-agent.txt" ||
+	fail "host-agent.8 does not name the installed completion"
 ok "man pages render (man -l), with the installed paths"
 
 # Every long option host-agent --help and each command's --help list is in its man
