@@ -11,6 +11,7 @@ typedef struct {
 	const char *module;	/* NULL for vmlinux */
 	uint32_t pos;		/* line in the snapshot */
 	uint8_t rank;		/* vmlinux: scripts/kallsyms.c order among aliases */
+	bool text;		/* type t, T, w or W */
 } Sym;
 
 /* One address as the kernel names it: the first of its aliases, and the size %pS
@@ -20,11 +21,23 @@ typedef struct {
 	uint64_t size;
 	const char *name;
 	const char *module;
+	bool text;		/* one of its aliases is a text symbol */
 } Addr;
 
-struct _HaSyms {
+/* One load of a module: its core [base, base + size) from /proc/modules. */
+typedef struct {
+	const char *name;	/* into HaSyms.strings */
+	uint64_t base, size;
+	GArray *syms;		/* Sym while parsing */
 	GArray *addrs;		/* Addr, sorted by addr, one per address */
-	guint nr_syms;		/* symbols parsed, aliases included */
+} Mod;
+
+struct _HaSyms {
+	GArray *addrs;		/* Addr: vmlinux, and modules whose core is unknown */
+	GPtrArray *mods;	/* Mod, newest snapshot first: the first that holds an ip */
+	uint64_t text_lo, text_hi;	/* vmlinux [_stext, _etext), 0 when unknown */
+	uint64_t init_lo, init_hi;	/* vmlinux [_sinittext, _einittext) */
+	guint nr_syms;		/* symbols kept, aliases included */
 	GStringChunk *strings;
 	HaDwarf *dwarf;		/* borrowed, may be NULL */
 	int64_t slide;
@@ -68,84 +81,283 @@ static gint sym_cmp(gconstpointer a, gconstpointer b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Keep the first symbol of each address; size up to the next address, if it is in
- * the same region (vmlinux, or the same module). */
-static void build_addrs(HaSyms *s, GArray *syms)
+static gint addr_cmp(gconstpointer a, gconstpointer b)
+{
+	const Addr *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/*
+ * Keep the first symbol of each address (sorted @syms) in @out; its size up to the
+ * next address if that is in the same region (vmlinux, or the same module). With
+ * @text_next only a text symbol ends it: a module's last function ends at its core
+ * text's end, which /proc/modules does not give, not at its first data symbol.
+ */
+static void build_addrs(GArray *out, GArray *syms, bool text_next)
 {
 	const Sym *v = (const Sym *)syms->data;
 
 	for (guint i = 0; i < syms->len; i++) {
 		Addr a = { .addr = v[i].addr, .name = v[i].name, .module = v[i].module };
-		guint j = i + 1;
+		guint j = i;
 
 		if (i && v[i - 1].addr == v[i].addr)
 			continue;
-		while (j < syms->len && v[j].addr == v[i].addr)
-			j++;
-		if (j < syms->len && v[j].module == v[i].module)
+		for (; j < syms->len && v[j].addr == v[i].addr; j++)
+			a.text |= v[j].text;
+		if (j < syms->len && v[j].module == v[i].module && (!text_next || v[j].text))
 			a.size = v[j].addr - v[i].addr;
-		g_array_append_val(s->addrs, a);
+		g_array_append_val(out, a);
 	}
+}
+
+/* One kallsyms line ("ADDR TYPE NAME [MODULE]", tabs or spaces): false for a bad
+ * one. @ret_module NULL for vmlinux; strings point into @f. */
+static bool parse_line(char **f, uint64_t *ret_addr, char *ret_type, const char **ret_name,
+		       char **ret_module)
+{
+	const char *tok[4] = { 0 };
+	uint64_t addr;
+	char *end;
+	int k = 0;
+
+	for (int i = 0; f[i] && k < 4; i++)
+		if (*f[i])
+			tok[k++] = f[i];
+	/* Every type is kept: with KALLSYMS_ALL a data symbol ends the function
+	 * before it, in the kernel's lookup as here. */
+	if (k < 3 || tok[1][1] != '\0' || !g_ascii_isalpha(tok[1][0]))
+		return false;
+	addr = g_ascii_strtoull(tok[0], &end, 16);
+	if (*end != '\0' || !addr)
+		return false;
+	*ret_addr = addr;
+	*ret_type = tok[1][0];
+	*ret_name = tok[2];
+	*ret_module = NULL;
+	if (k == 4 && tok[3][0] == '[')
+		*ret_module = g_strndup(tok[3] + 1, strcspn(tok[3] + 1, "]"));
+	return true;
+}
+
+/*
+ * The cores of /proc/modules @text: name -> uint64_t[2] { base, size }. A line is
+ * "NAME SIZE REFS DEPS STATE 0xBASE [TAINTS]" (kernel/module/procfs.c m_show(): SIZE
+ * is the core's once the module is Live, its init freed); a base of 0 (kptr_restrict)
+ * gives no entry. g_hash_table_unref().
+ */
+static GHashTable *parse_modules(const char *text, size_t len)
+{
+	GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autofree char *copy = g_strndup(text, len);
+	g_auto(GStrv) lines = g_strsplit(copy, "\n", 0);
+
+	for (guint i = 0; lines[i]; i++) {
+		g_auto(GStrv) f = g_strsplit_set(lines[i], " \t", 0);
+		const char *tok[6] = { 0 };
+		uint64_t *r;
+		char *end1, *end2;
+		uint64_t size, base;
+		int k = 0;
+
+		for (int j = 0; f[j] && k < 6; j++)
+			if (*f[j])
+				tok[k++] = f[j];
+		if (k < 6 || strncmp(tok[5], "0x", 2))
+			continue;
+		size = g_ascii_strtoull(tok[1], &end1, 10);
+		base = g_ascii_strtoull(tok[5] + 2, &end2, 16);
+		if (*end1 || *end2 || !size || !base || base + size < base)
+			continue;
+		r = g_new(uint64_t, 2);
+		r[0] = base;
+		r[1] = size;
+		g_hash_table_replace(h, g_strdup(tok[0]), r);
+	}
+	return h;
+}
+
+static void mod_free(gpointer p)
+{
+	Mod *m = p;
+
+	if (m->syms)
+		g_array_unref(m->syms);
+	g_array_unref(m->addrs);
+	g_free(m);
+}
+
+static Mod *mod_find(GPtrArray *mods, const char *name, uint64_t base)
+{
+	for (guint i = 0; i < mods->len; i++) {
+		Mod *m = mods->pdata[i];
+
+		if (m->base == base && !strcmp(m->name, name))
+			return m;
+	}
+	return NULL;
+}
+
+/* The newest load of a module (the first in @s->mods) whose core holds @ip. */
+static const Mod *mod_at(const HaSyms *s, uint64_t ip, guint *ret_i)
+{
+	for (guint i = 0; i < s->mods->len; i++) {
+		const Mod *m = s->mods->pdata[i];
+
+		if (ip - m->base < m->size) {
+			*ret_i = i;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+/* True when a newer load than mods[@i] holds @ip: it is that one's address. */
+static bool shadowed(const HaSyms *s, guint i, uint64_t ip)
+{
+	guint j;
+
+	return mod_at(s, ip, &j) && j < i;
+}
+
+/* vmlinux symbols only from the newest snapshot; a module's from the newest snapshot
+ * that lists it. @seen: module names with no known core already taken. */
+static void parse_snapshot(HaSyms *s, GArray *syms, const HaSymsSnapshot *sn, guint idx,
+			   GHashTable *seen)
+{
+	g_autoptr(GHashTable) cores = sn->modules ? parse_modules(sn->modules,
+							      sn->modules_len) : NULL;
+	g_autoptr(GHashTable) mine = g_hash_table_new(g_direct_hash, g_direct_equal);
+	Mod *last = NULL;
+	size_t off = 0;
+	uint32_t pos = 0;
+
+	while (off < sn->ksyms_len) {
+		const char *line = sn->ksyms + off;
+		const char *nl = memchr(line, '\n', sn->ksyms_len - off);
+		size_t n = nl ? (size_t)(nl - line) : sn->ksyms_len - off;
+		g_autofree char *copy = NULL;
+		g_autofree char *module = NULL;
+		g_auto(GStrv) f = NULL;
+		Sym sym = { .pos = pos++ };
+		const char *name;
+		const uint64_t *core;
+		char type;
+
+		off += n + 1;
+		if (idx && !memchr(line, '[', n))
+			continue;	/* an older snapshot: its modules only */
+		copy = g_strndup(line, n);
+		f = g_strsplit_set(copy, " \t", 0);
+		if (!parse_line(f, &sym.addr, &type, &name, &module))
+			continue;
+		sym.name = g_string_chunk_insert_const(s->strings, name);
+		sym.text = type == 't' || type == 'T' || type == 'w' || type == 'W';
+		if (!module) {
+			sym.rank = kallsyms_rank(type, sym.name);
+			g_array_append_val(syms, sym);
+			s->nr_syms++;
+			continue;
+		}
+		/* Interned module names: equal pointers for equal names. */
+		sym.module = g_string_chunk_insert_const(s->strings, module);
+		core = cores ? g_hash_table_lookup(cores, module) : NULL;
+		if (core) {
+			/* a module's lines follow each other: look it up once */
+			Mod *m = last && last->name == sym.module && last->base == core[0] ?
+				 last : mod_find(s->mods, sym.module, core[0]);
+
+			if (!m) {
+				m = g_new0(Mod, 1);
+				m->name = sym.module;
+				m->base = core[0];
+				m->size = core[1];
+				m->syms = g_array_new(FALSE, FALSE, sizeof(Sym));
+				m->addrs = g_array_new(FALSE, FALSE, sizeof(Addr));
+				g_ptr_array_add(s->mods, m);
+				g_hash_table_add(mine, m);
+			}
+			last = m;
+			if (!g_hash_table_contains(mine, m))
+				continue;	/* a newer snapshot gave this load */
+			/* Outside the core: an init symbol listed while the module
+			 * was loading, gone (and its memory freed) once it is Live. */
+			if (sym.addr - m->base >= m->size)
+				continue;
+			g_array_append_val(m->syms, sym);
+			s->nr_syms++;
+			continue;
+		}
+		/* No core known ([bpf], [__builtin__ftrace], no MODULES snapshot, a
+		 * module loaded between the two reads): the newest snapshot's. */
+		{
+			gpointer had;
+
+			if (g_hash_table_lookup_extended(seen, sym.module, NULL, &had) &&
+			    GPOINTER_TO_UINT(had) != idx)
+				continue;
+			g_hash_table_insert(seen, (gpointer)sym.module, GUINT_TO_POINTER(idx));
+		}
+		g_array_append_val(syms, sym);
+		s->nr_syms++;
+	}
+}
+
+static uint64_t vmlinux_addr(GArray *syms, const char *name)
+{
+	for (guint i = 0; i < syms->len; i++) {
+		const Sym *y = &g_array_index(syms, Sym, i);
+
+		if (!y->module && !strcmp(y->name, name))
+			return y->addr;
+	}
+	return 0;
+}
+
+HaSyms *ha_syms_parse_snapshots(const HaSymsSnapshot *snaps, guint n)
+{
+	HaSyms *s = g_new0(HaSyms, 1);
+	g_autoptr(GArray) syms = g_array_new(FALSE, FALSE, sizeof(Sym));
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+
+	s->addrs = g_array_new(FALSE, FALSE, sizeof(Addr));
+	s->mods = g_ptr_array_new_with_free_func(mod_free);
+	s->strings = g_string_chunk_new(64 * 1024);
+	for (guint i = 0; i < n; i++)
+		parse_snapshot(s, syms, &snaps[i], i, seen);
+	/* g_array_sort(), not qsort(): with no symbol (a boot without a complete
+	 * kallsyms snapshot) the array's data is NULL, and qsort(NULL, 0, ...) is
+	 * undefined behaviour. Module symbols keep their snapshot order among aliases
+	 * (kernel/module/kallsyms.c takes the first in the module's symtab, which is
+	 * the order /proc/kallsyms lists them in). */
+	g_array_sort(syms, sym_cmp);
+	build_addrs(s->addrs, syms, false);
+	/* kernel/kallsyms.c is_ksym_addr(): vmlinux text and init text (whose symbols
+	 * the kernel keeps naming after free_initmem()). */
+	s->text_lo = vmlinux_addr(syms, "_stext");
+	s->text_hi = vmlinux_addr(syms, "_etext");
+	if (s->text_hi <= s->text_lo)
+		s->text_lo = s->text_hi = 0;
+	s->init_lo = vmlinux_addr(syms, "_sinittext");
+	s->init_hi = vmlinux_addr(syms, "_einittext");
+	if (s->init_hi <= s->init_lo)
+		s->init_lo = s->init_hi = 0;
+	for (guint i = 0; i < s->mods->len; i++) {
+		Mod *m = s->mods->pdata[i];
+
+		g_array_sort(m->syms, sym_cmp);
+		build_addrs(m->addrs, m->syms, true);
+		g_clear_pointer(&m->syms, g_array_unref);
+	}
+	return s;
 }
 
 HaSyms *ha_syms_parse(const char *text, size_t len)
 {
-	HaSyms *s = g_new0(HaSyms, 1);
-	g_autoptr(GArray) syms = g_array_new(FALSE, FALSE, sizeof(Sym));
-	size_t off = 0;
-	uint32_t pos = 0;
+	HaSymsSnapshot sn = { .ksyms = text, .ksyms_len = len };
 
-	s->addrs = g_array_new(FALSE, FALSE, sizeof(Addr));
-	s->strings = g_string_chunk_new(64 * 1024);
-	while (off < len) {
-		const char *line = text + off;
-		const char *nl = memchr(line, '\n', len - off);
-		size_t n = nl ? (size_t)(nl - line) : len - off;
-		g_autofree char *copy = g_strndup(line, n);
-		char **f = NULL;
-		Sym sym = { .pos = pos++ };
-		char *end;
-
-		off += n + 1;
-		f = g_strsplit_set(copy, " \t", 0);
-		/* fields: addr, type, name, optional [module] (empty tokens skipped) */
-		{
-			const char *tok[4] = { 0 };
-			int k = 0;
-
-			for (int i = 0; f[i] && k < 4; i++)
-				if (*f[i])
-					tok[k++] = f[i];
-			/* Every type: the kernel's lookup does not look at it either (with
-			 * KALLSYMS_ALL a data symbol ends the text symbol before it). */
-			if (k >= 3 && tok[1][1] == '\0' && g_ascii_isalpha(tok[1][0])) {
-				sym.addr = g_ascii_strtoull(tok[0], &end, 16);
-				if (*end == '\0' && sym.addr) {
-					sym.name = g_string_chunk_insert_const(s->strings, tok[2]);
-					if (k == 4 && tok[3][0] == '[') {
-						g_autofree char *m = g_strndup(tok[3] + 1,
-							strcspn(tok[3] + 1, "]"));
-
-						sym.module = g_string_chunk_insert_const(s->strings, m);
-					} else {
-						sym.rank = kallsyms_rank(tok[1][0], sym.name);
-					}
-					g_array_append_val(syms, sym);
-				}
-			}
-		}
-		g_strfreev(f);
-	}
-	/* g_array_sort(), not qsort(): with no symbol (a boot without a complete
-	 * kallsyms snapshot) the array's data is NULL, and qsort(NULL, 0, ...) is
-	 * undefined behaviour. Interned module names: equal pointers for equal
-	 * names. Module symbols keep their snapshot order among aliases
-	 * (kernel/module/kallsyms.c takes the first in the module's symtab, which is
-	 * the order /proc/kallsyms lists them in). */
-	g_array_sort(syms, sym_cmp);
-	s->nr_syms = syms->len;
-	build_addrs(s, syms);
-	return s;
+	return ha_syms_parse_snapshots(&sn, 1);
 }
 
 void ha_syms_free(HaSyms *s)
@@ -153,6 +365,7 @@ void ha_syms_free(HaSyms *s)
 	if (!s)
 		return;
 	g_array_unref(s->addrs);
+	g_ptr_array_unref(s->mods);
 	g_string_chunk_free(s->strings);
 	if (s->lines)
 		g_hash_table_destroy(s->lines);
@@ -162,8 +375,29 @@ void ha_syms_free(HaSyms *s)
 void ha_syms_foreach(const HaSyms *s, void (*fn)(uint64_t addr, const char *name,
 						const char *module, void *user), void *user)
 {
+	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(Addr));
+
 	for (guint i = 0; i < s->addrs->len; i++) {
 		const Addr *a = &g_array_index(s->addrs, Addr, i);
+		guint j;
+
+		/* a module's symbol whose core a known load now holds */
+		if (!a->module || !mod_at(s, a->addr, &j))
+			g_array_append_val(all, *a);
+	}
+	for (guint i = 0; i < s->mods->len; i++) {
+		const Mod *m = s->mods->pdata[i];
+
+		for (guint k = 0; k < m->addrs->len; k++) {
+			const Addr *a = &g_array_index(m->addrs, Addr, k);
+
+			if (!shadowed(s, i, a->addr))
+				g_array_append_val(all, *a);
+		}
+	}
+	g_array_sort(all, addr_cmp);
+	for (guint i = 0; i < all->len; i++) {
+		const Addr *a = &g_array_index(all, Addr, i);
 
 		fn(a->addr, a->name, a->module, user);
 	}
@@ -174,25 +408,26 @@ guint ha_syms_count(const HaSyms *s)
 	return s->nr_syms;
 }
 
-/* Chunks 0..last of one snapshot, all of them, appended to @out: false if one is
- * missing (a snapshot with a hole would blame the missing lines' addresses on the
- * symbol before them). */
-static bool load_snapshot(sqlite3 *db, int64_t boot, int64_t stream, int64_t gen,
-			  GString *out)
+/* Chunks 0..last of one snapshot of @kind, all of them, appended to @out: false if
+ * one is missing (a snapshot with a hole would blame the missing lines' addresses
+ * on the symbol before them) or none is there. */
+static bool load_snapshot(sqlite3 *db, int64_t boot, const char *kind, int64_t stream,
+			  int64_t gen, GString *out)
 {
 	sqlite3_stmt *st = NULL;
 	bool complete = false;
 	int64_t next = 0;
 
-	if (sqlite3_prepare_v2(db, "SELECT chunk, text FROM texts WHERE boot = ? AND"
-			       " kind = 'ksyms' AND stream = ? AND generation = ? AND chunk <="
-			       " (SELECT chunk FROM texts WHERE boot = ?1 AND kind = 'ksyms' AND"
+	if (sqlite3_prepare_v2(db, "SELECT chunk, text FROM texts WHERE boot = ?1 AND"
+			       " kind = ?4 AND stream = ?2 AND generation = ?3 AND chunk <="
+			       " (SELECT chunk FROM texts WHERE boot = ?1 AND kind = ?4 AND"
 			       " stream = ?2 AND generation = ?3 AND last = 1) ORDER BY chunk", -1,
 			       &st, NULL) != SQLITE_OK)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_int64(st, 2, stream);
 	sqlite3_bind_int64(st, 3, gen);
+	sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
 	complete = true;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (sqlite3_column_int64(st, 0) != next++)
@@ -200,107 +435,85 @@ static bool load_snapshot(sqlite3 *db, int64_t boot, int64_t stream, int64_t gen
 		g_string_append_len(out, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1));
 	}
 	sqlite3_finalize(st);
-	return complete;
+	return complete && next > 0;
 }
 
-/* The module of a kallsyms line ("ADDR TYPE NAME [MODULE]"), or NULL. */
-static char *line_module(const char *line, size_t n)
+/* Keep only @text's module lines ("... [MODULE]"): what an older snapshot adds. */
+static void keep_module_lines(GString *text)
 {
-	const char *open = memchr(line, '[', n);
-	const char *close = open ? memchr(open, ']', n - (size_t)(open - line)) : NULL;
+	size_t in = 0, out = 0;
 
-	return close ? g_strndup(open + 1, (size_t)(close - open - 1)) : NULL;
+	while (in < text->len) {
+		const char *line = text->str + in;
+		const char *nl = memchr(line, '\n', text->len - in);
+		size_t n = nl ? (size_t)(nl - line) + 1 : text->len - in;
+
+		if (memchr(line, '[', n)) {
+			memmove(text->str + out, line, n);
+			out += n;
+		}
+		in += n;
+	}
+	g_string_truncate(text, out);
 }
 
-/*
- * Append to @text the lines of modules that @text lacks but an older complete
- * snapshot of the boot has (@older: its text): a module unloaded while it was
- * traced keeps its symbols for the events recorded while it was loaded. An address
- * a later module reuses resolves to the newest snapshot's symbol.
- */
-static void add_modules(GString *text, GHashTable *known, const GString *older)
+static void snapshot_clear(gpointer p)
 {
-	g_autoptr(GHashTable) added = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-							    NULL);
-	GHashTableIter it;
-	size_t off = 0;
-	gpointer k;
+	HaSymsSnapshot *sn = p;
 
-	while (off < older->len) {
-		const char *line = older->str + off;
-		const char *nl = memchr(line, '\n', older->len - off);
-		size_t n = nl ? (size_t)(nl - line) : older->len - off;
-		g_autofree char *m = line_module(line, n);
-
-		off += n + 1;
-		if (!m || g_hash_table_contains(known, m))
-			continue;
-		if (text->len && text->str[text->len - 1] != '\n')
-			g_string_append_c(text, '\n');
-		g_string_append_len(text, line, (gssize)n);
-		g_string_append_c(text, '\n');
-		g_hash_table_add(added, g_steal_pointer(&m));
-	}
-	/* an even older snapshot does not add these modules a second time */
-	g_hash_table_iter_init(&it, added);
-	while (g_hash_table_iter_next(&it, &k, NULL)) {
-		g_hash_table_iter_steal(&it);
-		g_hash_table_add(known, k);
-	}
+	g_free((char *)sn->ksyms);
+	g_free((char *)sn->modules);
 }
 
 HaSyms *ha_syms_load(HaStore *store, int64_t boot)
 {
 	sqlite3 *db = ha_store_db(store);
 	sqlite3_stmt *st = NULL;
-	g_autoptr(GString) text = g_string_new(NULL);
-	g_autoptr(GHashTable) known = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-							    NULL);
-	bool first = true;
+	g_autoptr(GArray) snaps = g_array_new(FALSE, TRUE, sizeof(HaSymsSnapshot));
 
+	g_array_set_clear_func(snaps, snapshot_clear);
 	/* The newest snapshot whose LAST chunk arrived, then the older ones for the
-	 * modules it lacks. */
+	 * modules it lacks; each with the MODULES text of its generation (the guest
+	 * agent sends both for every module change). A new stream (the agent
+	 * restarted) numbers its frames from 1 again: streams first. */
 	if (sqlite3_prepare_v2(db, "SELECT stream, generation FROM texts WHERE boot = ? AND"
-			       " kind = 'ksyms' AND last = 1 ORDER BY seq DESC", -1, &st,
-			       NULL) != SQLITE_OK)
+			       " kind = 'ksyms' AND last = 1 ORDER BY stream DESC, seq DESC", -1,
+			       &st, NULL) != SQLITE_OK)
 		return ha_syms_parse("", 0);
 	sqlite3_bind_int64(st, 1, boot);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t stream = sqlite3_column_int64(st, 0), gen = sqlite3_column_int64(st, 1);
-		g_autoptr(GString) snap = g_string_new(NULL);
-		bool complete = load_snapshot(db, boot, stream, gen, snap);
+		g_autoptr(GString) ks = g_string_new(NULL);
+		g_autoptr(GString) mods = g_string_new(NULL);
+		HaSymsSnapshot sn = { 0 };
+		bool complete = load_snapshot(db, boot, "ksyms", stream, gen, ks);
 
-		if (first) {
-			first = false;
-			if (!complete) {
-				g_printerr("host-agent: boot %" PRId64 ": the kallsyms snapshot misses"
-					   " chunks (lost frames): addresses stay unresolved\n", boot);
-				break;
-			}
-			g_string_append_len(text, snap->str, (gssize)snap->len);
-			for (size_t off = 0; off < snap->len;) {
-				const char *line = snap->str + off;
-				const char *nl = memchr(line, '\n', snap->len - off);
-				size_t n = nl ? (size_t)(nl - line) : snap->len - off;
-				char *m = line_module(line, n);
-
-				off += n + 1;
-				if (m)
-					g_hash_table_add(known, m);
-			}
-		} else if (complete) {
-			add_modules(text, known, snap);
+		if (!snaps->len && !complete) {
+			g_printerr("host-agent: boot %" PRId64 ": the kallsyms snapshot misses"
+				   " chunks (lost frames): addresses stay unresolved\n", boot);
+			break;
 		}
+		if (!complete)
+			continue;
+		if (snaps->len)
+			keep_module_lines(ks);
+		sn.ksyms_len = ks->len;
+		sn.ksyms = g_string_free(g_steal_pointer(&ks), FALSE);
+		if (load_snapshot(db, boot, "modules", stream, gen, mods)) {
+			sn.modules_len = mods->len;
+			sn.modules = g_string_free(g_steal_pointer(&mods), FALSE);
+		}
+		g_array_append_val(snaps, sn);
 	}
 	sqlite3_finalize(st);
-	return ha_syms_parse(text->str, text->len);
+	return ha_syms_parse_snapshots((const HaSymsSnapshot *)snaps->data, snaps->len);
 }
 
-/* The address's entry, or NULL when no symbol of its region covers it. */
-static const Addr *lookup(const HaSyms *s, uint64_t ip)
+/* The last entry of @a at or below @ip, or NULL. */
+static const Addr *find(GArray *a, uint64_t ip)
 {
-	const Addr *v = (const Addr *)s->addrs->data;
-	guint lo = 0, hi = s->addrs->len;
+	const Addr *v = (const Addr *)a->data;
+	guint lo = 0, hi = a->len;
 
 	while (lo < hi) {
 		guint mid = lo + (hi - lo) / 2;
@@ -310,11 +523,38 @@ static const Addr *lookup(const HaSyms *s, uint64_t ip)
 		else
 			hi = mid;
 	}
-	if (lo == 0 || ip - v[lo - 1].addr >= HA_SYM_MAX_SIZE)
-		return NULL;
-	return &v[lo - 1];
+	return lo ? &v[lo - 1] : NULL;
 }
 
+/*
+ * The address's entry, or NULL when no symbol of its region covers it. A return
+ * address is code: the symbol before it must be a function (in the kernel's own
+ * lookup a data symbol could name it; that would only blame it wrongly).
+ */
+static const Addr *lookup(const HaSyms *s, uint64_t ip)
+{
+	const Addr *a;
+	const Mod *m;
+	guint i;
+
+	/* kernel/module/kallsyms.c: a module's symbol names only its own core */
+	m = mod_at(s, ip, &i);
+	if (m) {
+		a = find(m->addrs, ip);
+		return a && a->text && !shadowed(s, i, a->addr) ? a : NULL;
+	}
+	a = find(s->addrs, ip);
+	if (!a || ip - a->addr >= HA_SYM_MAX_SIZE || !a->text)
+		return NULL;
+	if (a->module) {
+		/* a module of unknown core: not across a known one's */
+		return mod_at(s, a->addr, &i) ? NULL : a;
+	}
+	if (s->text_hi && !(ip >= s->text_lo && ip < s->text_hi) &&
+	    !(s->init_hi && ip >= s->init_lo && ip < s->init_hi))
+		return NULL;
+	return a;
+}
 const char *ha_syms_name(const HaSyms *s, uint64_t ip, uint64_t *ret_off)
 {
 	const Addr *a = lookup(s, ip);

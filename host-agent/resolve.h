@@ -18,10 +18,40 @@
  *    that a snapshot in another order names addresses the same way. A module's
  *    aliases keep the snapshot's order (kernel/module/kallsyms.c takes the first of
  *    its symtab, the order /proc/kallsyms lists it in).
- *  - The size %pS prints is the distance to the next address of the same region.
+ *  - The size %pS prints is the distance to the next address of the same region (for
+ *    a module, the next text symbol: its last function ends at its core text's end,
+ *    which the host does not know, and is printed without a size).
  *
- * Lookup is a binary search for the last address at or below the IP; an IP above
- * it by HA_SYM_MAX_SIZE or more is reported as unresolved rather than blamed on it.
+ * Regions. An address is named only by a symbol of the region that holds it, as the
+ * kernel does, so that memory no symbol covers prints as the kernel prints it, a raw
+ * "0x<ip>", never as the symbol before it:
+ *
+ *  - A module's symbols name only its core, [base, base + size) of its /proc/modules
+ *    line (MODULES, the snapshot of the same generation; kernel/module/kallsyms.c
+ *    looks up only the module __module_address() finds). Its freed .init.text, the
+ *    gaps between modules, and symbols listed outside the core (init symbols of a
+ *    module still Loading) name nothing.
+ *  - vmlinux symbols name [_stext, _etext) and [_sinittext, _einittext) (when the
+ *    snapshot has those markers): kernel/kallsyms.c is_ksym_addr(), whose init
+ *    symbols keep naming .init.text after free_initmem().
+ *  - A module-tagged symbol with no known core ([bpf], [__builtin__ftrace], a boot
+ *    with no MODULES text, a base hidden by kptr_restrict) names up to the next
+ *    symbol, within HA_SYM_MAX_SIZE, as every symbol did before MODULES was read.
+ *  - Every address named is code (a return address): the symbol before it must be
+ *    a function (t, T, w, W). Data symbols still end the function before them.
+ *
+ * Modules unloaded while traced. ha_syms_load() reads every complete snapshot of the
+ * boot, newest first: vmlinux from the newest, each module load (name and base) from
+ * the newest snapshot that lists it, so an unloaded module's symbols keep naming its
+ * core for the events recorded while it was loaded. Where a newer load's core covers
+ * an older one's (another module loaded at the same base), the newer one owns those
+ * addresses: an older load never names an address of a module loaded after it. The
+ * snapshots carry no trace time, so an event recorded by the older module at an
+ * address the newer one reuses is named by the newer one.
+ *
+ * Lookup is a binary search for the last address at or below the IP in its region;
+ * an IP above it by HA_SYM_MAX_SIZE or more is reported as unresolved rather than
+ * blamed on it.
  */
 #ifndef HA_RESOLVE_H
 #define HA_RESOLVE_H
@@ -38,13 +68,27 @@
 typedef struct _HaSyms HaSyms;
 
 /* Parse kallsyms text (lines "ADDR TYPE NAME [MODULE]"); bad lines are skipped.
- * Never NULL; free with ha_syms_free(). */
+ * No module core is known: module symbols as "no known core" above. Never NULL;
+ * free with ha_syms_free(). */
 HaSyms *ha_syms_parse(const char *text, size_t len);
+
+/* One snapshot of a boot's symbols: /proc/kallsyms text and the /proc/modules text
+ * of the same generation (NULL: none). Borrowed by ha_syms_parse_snapshots(). */
+typedef struct {
+	const char *ksyms;
+	size_t ksyms_len;
+	const char *modules;
+	size_t modules_len;
+} HaSymsSnapshot;
+
+/* Parse @n snapshots, newest first: vmlinux from the first, modules from each (see
+ * "Modules unloaded while traced"). Never NULL; free with ha_syms_free(). */
+HaSyms *ha_syms_parse_snapshots(const HaSymsSnapshot *snaps, guint n);
 void ha_syms_free(HaSyms *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaSyms, ha_syms_free)
 
-/* The newest complete KSYMS snapshot of @boot (empty when none). Free with
- * ha_syms_free(). */
+/* Every complete KSYMS snapshot of @boot, each with its MODULES text (the newest
+ * must be complete, else the result is empty). Free with ha_syms_free(). */
 HaSyms *ha_syms_load(HaStore *store, int64_t boot);
 
 /* Call @fn once per symbol address, in address order, with the name the kernel
@@ -52,7 +96,7 @@ HaSyms *ha_syms_load(HaStore *store, int64_t boot);
 void ha_syms_foreach(const HaSyms *s, void (*fn)(uint64_t addr, const char *name,
 						const char *module, void *user), void *user);
 
-/* Symbols parsed, aliases included. */
+/* Symbols kept, aliases included. */
 guint ha_syms_count(const HaSyms *s);
 
 /* As the kernel's %pS: "name+0xoff/0xsize" or "name+0xoff/0xsize [module]" (no
