@@ -31,6 +31,7 @@ typedef struct {
 	GHashTable *where;	/* text (the pairer's per-event pointer) -> EvWhere */
 	HaReportEventFn fn;
 	void *user;
+	HaMarkerFormat marker;	/* the clock probes' marker events: not given */
 } CpuWalk;
 
 static void cpu_paired(const HaPaired *p, void *user)
@@ -74,7 +75,15 @@ static void cpu_event(const HaEvent *ev, void *user)
 {
 	CpuWalk *c = user;
 	char *text = NULL;
+	uint64_t probe;
 
+	/* a clock probe's marker is the agent's, not a traced event: neither given nor
+	 * paired, as events skips it (it keeps its ordinal: the others' keys stay) */
+	if (ev->kind == HA_EV_OTHER &&
+	    ha_marker_event_id(&c->marker, ev->type, ev->data, ev->size, &probe)) {
+		c->idx++;
+		return;
+	}
 	if (!c->fed && ha_tep_missed(c->tep) != 0)
 		ha_pair_lost(c->pair, c->cpu);
 	c->fed = true;
@@ -145,6 +154,7 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	syms = ha_rp_load_syms(s, boot, NULL);
 	tep = ha_rp_load_tep(s, boot, syms);
 	pending = ha_rp_pending_events(s, boot);
+	ha_rp_load_marker(s, boot, &c.marker);
 	pair = ha_pair_new(cpu_paired, &c);
 	c.tep = tep;
 	c.pair = pair;

@@ -154,8 +154,7 @@ HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms)
 	return t;
 }
 
-/* The boot's ftrace/print format as the clock probes' marker events (none: type -1). */
-static void load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret)
+void ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret)
 {
 	sqlite3_stmt *st = ha_store_stmt(s, "SELECT text FROM texts WHERE boot = ? AND"
 					 " kind = 'format' AND name = 'ftrace/print'", NULL);
@@ -405,7 +404,7 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	syms = ha_rp_load_syms(s, boot, dw);
 	tep = ha_rp_load_tep(s, boot, syms);
 	pair = ha_pair_new(ha_rp_on_paired, &x);
-	load_marker(s, boot, &marker);
+	ha_rp_load_marker(s, boot, &marker);
 	gaps = ha_report_gaps(s, boot, error);
 	if (!gaps)
 		return false;

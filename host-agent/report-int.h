@@ -18,6 +18,7 @@
 #ifndef HA_REPORT_INT_H
 #define HA_REPORT_INT_H
 
+#include "clocksync.h"
 #include "pair.h"
 #include "report-json.h"
 #include "report.h"
@@ -55,6 +56,10 @@ GArray *ha_rp_ips_from_blob(const void *blob, int bytes);
 void ha_rp_resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
 		       uint64_t ts_max, HaRpStack *ret);
 void ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret);
+
+/* The boot's ftrace/print format as the clock probes' marker events (clocksync.h),
+ * which no report shows: ret->type -1 when the boot has none. */
+void ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret);
 
 /* pending_key()s of the events of @boot still waiting for their stack event in the
  * stored pairing state: g_hash_table_unref(). */

@@ -48,7 +48,7 @@ agent hostA shard1
 agent hostB shard2
 wait_for ch_has shard1.boots || fail "hostA's agent did not create its tables"
 guest hostA a1 61
-guest hostB b1 63
+guest hostB b1 63 --answer-time
 guest hostB b2 64
 wait_for grep -q "VM b2: serving" "$T/hostB.log" || fail "hostB does not serve b2"
 wait_for ch_has shard2.boots || fail "hostB's agent did not create its tables"
