@@ -9,7 +9,8 @@
  *
  *   F P O U...   F: the pages below F were sent final; P: the pages the CPU had when
  *                last sent; O: 1 when U overflowed; U: pages below F that had an
- *                event whose stack was unresolved (its delta may come later)
+ *                event whose stack was unresolved (its delta may come later) or
+ *                waiting at the stream's end (the boot's pairing state may let it go)
  *
  * and per boot "ev<id>" is a signature of what can change a sent event: how the boot
  * ended, its stack, epoch, text and full-stack counts and its pairing state. A round
@@ -80,7 +81,7 @@ static void on_event(const HaReportEvent *e, void *user)
 		nlen = 0, colon = NULL;
 	if (!x->ended && e->tail && e->page < x->tail_first)
 		x->tail_first = e->page;
-	if (!x->ended && !e->tail && !strcmp(e->stack_kind, "unresolved") &&
+	if (!x->ended && !e->tail && (!strcmp(e->stack_kind, "unresolved") || e->waiting) &&
 	    (!x->unres->len || g_array_index(x->unres, uint64_t, x->unres->len - 1) != e->page))
 		g_array_append_val(x->unres, e->page);
 	if (!g_hash_table_contains(x->sent, &key)) {

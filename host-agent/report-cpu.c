@@ -65,7 +65,8 @@ static void cpu_paired(const HaPaired *p, void *user)
 					 e->st.sid,
 			     .epoch = e->st.kind == ST_MAP || e->st.kind == ST_UNRESOLVED ?
 				      e->st.epoch : -1,
-			     .tail = w->page >= c->tail };
+			     .tail = w->page >= c->tail,
+			     .waiting = e->st.why == HA_RP_WHY_PENDING };
 	c->fn(&r, c->user);
 	g_array_set_size(c->x.evs, 0);
 	g_hash_table_remove(c->where, p->text);

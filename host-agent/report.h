@@ -134,6 +134,8 @@ typedef struct {
 	int64_t stack_id;	/* its stack_id (or full_id), -1 when none */
 	int64_t epoch;		/* the epoch it resolved in, -1 when none */
 	bool tail;		/* on the CPU's newest chunk: the next chunk may pair it */
+	bool waiting;		/* shown as waiting for its stack at the stream's end:
+				 * the boot's stored pairing state may let it go */
 } HaReportEvent;
 
 typedef void (*HaReportEventFn)(const HaReportEvent *ev, void *user);
