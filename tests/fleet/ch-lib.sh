@@ -100,3 +100,74 @@ ch_folded() {
 	     FINAL) USING (host, domain, boot, stack) GROUP BY folded FORMAT TSV" |
 		tr '\t' ' ' | sort
 }
+
+# The fleet reports against the stores'. A store is named HOST:DOMAIN, its host's
+# state directory $T/HOST/state; the fleet is $FLEET (a URL of the fleet database).
+store() { local h=$1; shift; "$HOST_AGENT" report --state-dir "$T/$h/state" "$@"; }
+fleet() { "$HOST_AGENT" report --clickhouse "$FLEET" "$@"; }
+
+# fleet_cmp_folded STORE...: the fleet's folded stacks equal the stores' summed by
+# stack ($T/union.folded, $T/fleet.folded)
+fleet_cmp_folded() {
+	local s
+	for s in "$@"; do
+		store "${s%%:*}" folded --boot all --domain-name "${s#*:}"
+	done | awk '{n = $NF; $NF = ""; sub(/ $/, ""); c[$0] += n} END {for (k in c) print k, c[k]}' |
+		sort >"$T/union.folded"
+	fleet folded | sort >"$T/fleet.folded" || fail "fleet folded"
+	[ -s "$T/union.folded" ] || fail "no stacks in the stores"
+	cmp -s "$T/union.folded" "$T/fleet.folded" ||
+		{ diff "$T/union.folded" "$T/fleet.folded" | head; fail "fleet folded != union of stores"; }
+}
+
+# fleet_cmp_boots STORE...: the fleet's boots are the stores' lines with host and
+# domain in front ($T/union.boots, $T/fleet.boots)
+fleet_cmp_boots() {
+	local s
+	for s in "$@"; do
+		store "${s%%:*}" boots --domain-name "${s#*:}" | grep -E '^[0-9]' |
+			sed "s/^/${s%%:*} ${s#*:} /"
+	done | awk '{$1 = $1; print}' | sort >"$T/union.boots"
+	fleet boots | tail -n +2 | awk '{$1 = $1; print}' | sort >"$T/fleet.boots" ||
+		fail "fleet boots"
+	cmp -s "$T/union.boots" "$T/fleet.boots" ||
+		{ diff "$T/union.boots" "$T/fleet.boots"; fail "fleet boots != union of stores"; }
+}
+
+# fleet_cmp_events STORE...: every boot's events of the stores, as `report events
+# --json` gives them, equal the fleet's exactly (events-cmp.py; $T/union.events,
+# $T/fleet.events); prints the number of events, or what differs (status 1)
+fleet_cmp_events() {
+	local s h d b
+	for s in "$@"; do
+		h=${s%%:*} d=${s#*:}
+		for b in $("$SQLITE3" "$T/$h/state/$d.db" "SELECT id FROM boots ORDER BY id"); do
+			echo "$h $d $(store "$h" events --json --boot "$b" --limit 1000000000 \
+				--domain-name "$d")"
+		done
+	done >"$T/union.events"
+	fleet events --json --limit 1000000000 >"$T/fleet.events" || { echo "fleet events failed"; return 1; }
+	python3 "$(dirname "${BASH_SOURCE[0]}")/events-cmp.py" "$T/union.events" "$T/fleet.events"
+}
+
+# fleet_last_second HOST DOMAIN: after fleet_cmp_events, with DOMAIN the fleet's only
+# crashed boot: `events --last 1 --ended crashed` equal the store's events of its last
+# second of trace, and `folded` of the same counts them ($T/last.folded). Sets
+# LAST_EVENTS to their number.
+fleet_last_second() {
+	local lastts since
+	lastts=$(python3 -c 'import json, sys
+print(max(e["ts"] for l in open(sys.argv[1]) for e in json.loads(l.split(" ", 2)[2])["events"]
+          if l.startswith(sys.argv[2] + " ")))' "$T/union.events" "$1 $2")
+	since=$(python3 -c "print('%.9f' % (($lastts - 10**9) / 1e9))")
+	echo "$1 $2 $(store "$1" events --json --domain-name "$2" --since "$since" \
+		--limit 1000000000)" >"$T/$2.last"
+	fleet events --json --last 1 --ended crashed --limit 1000000000 >"$T/fleet.last" ||
+		fail "fleet events --last 1"
+	LAST_EVENTS=$(python3 "$(dirname "${BASH_SOURCE[0]}")/events-cmp.py" "$T/$2.last" \
+		"$T/fleet.last") || fail "fleet events --last 1 --ended crashed != $2's last second: $LAST_EVENTS"
+	[ "$LAST_EVENTS" -gt 0 ] || fail "no events in $2's last second"
+	fleet folded --last 1 --ended crashed >"$T/last.folded" || fail "folded --last 1"
+	[ "$(awk '{s += $NF} END {print s}' "$T/last.folded")" = "$LAST_EVENTS" ] ||
+		fail "folded --last 1 --ended crashed does not count $2's $LAST_EVENTS last events"
+}

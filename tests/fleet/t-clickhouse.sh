@@ -111,28 +111,16 @@ grep -q "a1: 1 boots shipped" "$T/ship.err" || { cat "$T/ship.err"; fail "ship a
 ok "ship: a new store, then nothing new; a lost watermark sends it again"
 
 FLEET="${CH_URL}?database=fleet"
-fleet() { "$HOST_AGENT" report --clickhouse "$FLEET" "$@"; }
-store() { local h=$1; shift; "$HOST_AGENT" report --state-dir "$T/$h/state" "$@"; }
+STORES="hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3 hostC:c1"
 
 # folded: the union of every store's, summed by stack
-for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3 hostC:c1; do
-	store "${s%%:*}" folded --boot all --domain-name "${s#*:}"
-done | awk '{n = $NF; $NF = ""; sub(/ $/, ""); c[$0] += n} END {for (k in c) print k, c[k]}' |
-	sort >"$T/union.folded"
-fleet folded | sort >"$T/fleet.folded" || fail "fleet folded"
-[ -s "$T/union.folded" ] || fail "no stacks in the stores"
-cmp -s "$T/union.folded" "$T/fleet.folded" ||
-	{ diff "$T/union.folded" "$T/fleet.folded" | head; fail "fleet folded != union of stores"; }
+# shellcheck disable=SC2086
+fleet_cmp_folded $STORES
 ok "fleet folded = union of 6 stores' ($(awk '{s += $NF} END {print s}' "$T/fleet.folded") events)"
 
 # boots: each store's lines, with host and domain in front
-for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3 hostC:c1; do
-	store "${s%%:*}" boots --domain-name "${s#*:}" | grep -E '^[0-9]' |
-		sed "s/^/${s%%:*} ${s#*:} /"
-done | awk '{$1 = $1; print}' | sort >"$T/union.boots"
-fleet boots | tail -n +2 | awk '{$1 = $1; print}' | sort >"$T/fleet.boots" || fail "fleet boots"
-cmp -s "$T/union.boots" "$T/fleet.boots" ||
-	{ diff "$T/union.boots" "$T/fleet.boots"; fail "fleet boots != union of stores"; }
+# shellcheck disable=SC2086
+fleet_cmp_boots $STORES
 grep -q "^hostA a2 1 .* crashed " "$T/fleet.boots" || fail "a2 not crashed in the fleet"
 ok "fleet boots = union of the stores' boots ($(wc -l <"$T/fleet.boots") boots)"
 
@@ -187,19 +175,8 @@ ok "fleet.stacks after merges: $live rows with events (one per stack of each boo
 
 # events: every boot's events of every store, as `report events --json` gives them,
 # equal the fleet's exactly (each event's text, cpu, pid, time and whole stack object)
-all_events() {
-	local h=$1 d=$2 b
-	for b in $("$SQLITE3" "$T/$h/state/$d.db" "SELECT id FROM boots ORDER BY id"); do
-		echo "$h $d $(store "$h" events --json --boot "$b" --limit 1000000000 \
-			--domain-name "$d")"
-	done
-}
-for s in hostA:a1 hostA:a2 hostB:b1 hostB:b2 hostB:b3 hostC:c1; do
-	all_events "${s%%:*}" "${s#*:}"
-done >"$T/union.events"
-fleet events --json --limit 1000000000 >"$T/fleet.events" || fail "fleet events"
-n=$(python3 "$(dirname "$0")/events-cmp.py" "$T/union.events" "$T/fleet.events") ||
-	fail "fleet events != union of the stores': $n"
+# shellcheck disable=SC2086
+n=$(fleet_cmp_events $STORES) || fail "fleet events != union of the stores': $n"
 [ "$n" -ge 150000 ] || fail "only $n events in the stores"
 ok "fleet events = union of 6 stores' events --json, exactly ($n events)"
 
@@ -215,20 +192,9 @@ keys=$(chq "SELECT uniqExact(host, domain, boot, cpu, page, idx) FROM fleet.even
 ok "fleet.events after merges: $rows rows, one per event of the stores"
 
 # the last second before every crash: a2's events of its last second of trace
-lastts=$(python3 -c 'import json, sys
-print(max(e["ts"] for l in open(sys.argv[1]) for e in json.loads(l.split(" ", 2)[2])["events"]
-          if l.startswith("hostA a2 ")))' "$T/union.events")
-since=$(python3 -c "print('%.9f' % (($lastts - 10**9) / 1e9))")
-echo "hostA a2 $(store hostA events --json --domain-name a2 --since "$since" \
-	--limit 1000000000)" >"$T/a2.last"
-fleet events --json --last 1 --ended crashed --limit 1000000000 >"$T/fleet.last" ||
-	fail "fleet events --last 1"
-m=$(python3 "$(dirname "$0")/events-cmp.py" "$T/a2.last" "$T/fleet.last") ||
-	fail "fleet events --last 1 --ended crashed != a2's last second: $m"
-[ "$m" -gt 0 ] && [ "$m" -lt 30000 ] || fail "$m events in a2's last second"
-fleet folded --last 1 --ended crashed >"$T/last.folded" || fail "folded --last 1"
-[ "$(awk '{s += $NF} END {print s}' "$T/last.folded")" = "$m" ] ||
-	fail "folded --last 1 --ended crashed does not count a2's $m last events"
+fleet_last_second hostA a2
+m=$LAST_EVENTS
+[ "$m" -lt 30000 ] || fail "$m events in a2's last second"
 fleet top -n 3 --last 1 --ended crashed >"$T/last.top" || fail "top --last 1"
 head -1 "$T/last.top" | grep -q "^$m events in 1 boots" || { cat "$T/last.top"; fail "top --last"; }
 [ "$(awk '/^#1 / {print $2}' "$T/last.top")" = \
