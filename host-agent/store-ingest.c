@@ -2,6 +2,8 @@
 /* store-ingest.c - the ingest's typed calls on the store (see store-ingest.h). */
 #include "store-ingest.h"
 
+#include <gio/gio.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <string.h>
 
@@ -176,11 +178,8 @@ bool ha_store_boot_count(HaStore *s, uint64_t *ret, GError **error)
 
 bool ha_store_boot_rows(HaStore *s, int64_t boot, HaStoreBootRows *ret, GError **error)
 {
-	sqlite3_stmt *st = STMT(s, "SELECT (SELECT COUNT(*) FROM streams WHERE boot = ?1),"
-				" (SELECT COUNT(*) FROM epochs WHERE boot = ?1),"
-				" (SELECT COUNT(*) FROM stacks WHERE boot = ?1),"
-				" (SELECT COUNT(*) FROM (SELECT DISTINCT stream, seq_lo FROM gaps"
-				" WHERE boot = ?1))", error);
+	sqlite3_stmt *st = STMT(s, "SELECT streams, epochs, stacks, gaps FROM boot_rows"
+				" WHERE boot = ?", error);
 	int rc;
 
 	sqlite3_bind_int64(st, 1, boot);
@@ -192,8 +191,14 @@ bool ha_store_boot_rows(HaStore *s, int64_t boot, HaStoreBootRows *ret, GError *
 		ret->gaps = (uint64_t)sqlite3_column_int64(st, 3);
 	}
 	sqlite3_reset(st);
+	if (rc == SQLITE_DONE) {
+		/* every boot has its row (a trigger adds it with the boot) */
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: boot %" PRId64
+			    " has no boot_rows row", ha_store_path(s), boot);
+		return false;
+	}
 	if (rc != SQLITE_ROW) {
-		ha_store_set_error(s, error, "count a boot's rows");
+		ha_store_set_error(s, error, "read a boot's rows");
 		return false;
 	}
 	return true;

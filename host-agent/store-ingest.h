@@ -65,7 +65,8 @@ bool ha_store_stream_insert(HaStore *s, int64_t boot, uint64_t stream_id,
 bool ha_store_boot_count(HaStore *s, uint64_t *ret, GError **error);
 
 /* The rows @boot holds in the tables whose keys the guest chooses (ingest.h's row
- * limits): streams, epochs, stacks (every epoch), and gaps (distinct gaps, not rows). */
+ * limits): streams, epochs, stacks (every epoch), and gaps (distinct gaps, not rows);
+ * read from the boot's counters (table boot_rows, store.h), not counted. */
 typedef struct {
 	uint64_t streams;
 	uint64_t epochs;

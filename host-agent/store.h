@@ -30,6 +30,10 @@
  *   gaps         frames seq_lo..seq_hi of a stream that never arrived (the guest's
  *                window dropped them): per CPU, the newest event time the host held
  *                then (after_ts, 0: none yet), so the loss lies after it
+ *   boot_rows    per boot, its rows in streams, epochs, stacks and its distinct gaps
+ *                (stream, seq_lo): kept by triggers in the same transaction as the
+ *                rows themselves, so that a HELLO reads the boot's row limits
+ *                (ingest.h) without counting them
  *
  * Durability: every connection's frames are applied inside one transaction per batch;
  * ha_store_commit() returns only once SQLite has committed (synchronous=FULL: with WAL,
@@ -44,7 +48,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HA_STORE_SCHEMA 3
+#define HA_STORE_SCHEMA 4
 
 typedef struct _HaStore HaStore;
 

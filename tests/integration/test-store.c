@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests: store creation, schema version, migration refusal, domain names; the
- * chunk packer's spans give back the bytes ha_chunk_add_page() packs. */
+/* Unit tests: store creation, schema version, migration refusal, domain names; a
+ * boot's row counters (boot_rows) against COUNT(*) of its rows, through the typed
+ * calls, a rolled-back frame and the migration of an older store; the chunk packer's
+ * spans give back the bytes ha_chunk_add_page() packs. */
 #include <glib/gstdio.h>
 #include <string.h>
 
 #include "chunk.h"
+#include "store-ingest.h"
 #include "store.h"
 #include "tap.h"
 
@@ -36,6 +39,129 @@ static void test_chunkz(void)
 		CHECK(raw && g_bytes_get_size(raw) == packed->len &&
 		      !memcmp(g_bytes_get_data(raw, NULL), packed->data, packed->len),
 		      "cpu %d: inflates to the packed pages (%s)", round, e ? e->message : "ok");
+	}
+}
+
+static int64_t count_of(HaStore *s, const char *sql, int64_t boot)
+{
+	g_autoptr(GError) e = NULL;
+	sqlite3_stmt *st = ha_store_stmt(s, sql, &e);
+	int64_t n = -1;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return n;
+}
+
+/* ha_store_boot_rows() equals what the tables hold for @boot. */
+static bool rows_match(HaStore *s, int64_t boot, const char *what)
+{
+	g_autoptr(GError) e = NULL;
+	HaStoreBootRows r = { 0 };
+	int64_t streams = count_of(s, "SELECT COUNT(*) FROM streams WHERE boot = ?", boot);
+	int64_t epochs = count_of(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", boot);
+	int64_t stacks = count_of(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", boot);
+	int64_t gaps = count_of(s, "SELECT COUNT(*) FROM (SELECT DISTINCT stream, seq_lo"
+				" FROM gaps WHERE boot = ?)", boot);
+	bool ok = ha_store_boot_rows(s, boot, &r, &e);
+
+	CHECK(ok && (int64_t)r.streams == streams && (int64_t)r.epochs == epochs &&
+	      (int64_t)r.stacks == stacks && (int64_t)r.gaps == gaps,
+	      "%s: boot %" G_GINT64_FORMAT " counters %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+	      "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT " = rows %" G_GINT64_FORMAT "/%"
+	      G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " (%s)", what, boot,
+	      r.streams, r.epochs, r.stacks, r.gaps, streams, epochs, stacks, gaps,
+	      e ? e->message : "ok");
+	return ok;
+}
+
+/* Two boots written through the typed calls, with the duplicates the guest may send
+ * (an epoch, a stack, a gap on a second CPU) and a STACKS frame taken back; then the
+ * same store as schema 3 had it (no counters) migrated: the counts come back. */
+static void test_boot_rows(const char *dir)
+{
+	g_autofree char *path = g_build_filename(dir, "rows.db", NULL);
+	g_autoptr(GError) e = NULL;
+	uint64_t ips[3] = { 0xffffffff81000010, 0xffffffff81000020, 0xffffffff81000030 };
+	int64_t boot[2] = { 0, 0 }, stream = 0;
+	HaStore *s = ha_store_open(path, false, &e);
+	bool ok = s != NULL, added, conflict;
+
+	CHECK(ok, "open %s (%s)", path, e ? e->message : "ok");
+	if (!ok)
+		return;
+	ok = ha_store_begin(s, &e);
+	for (int b = 0; ok && b < 2; b++) {
+		g_autofree char *ins = g_strdup_printf("INSERT INTO boots(boot_uuid)"
+						       " VALUES(x'0%d')", b + 1);
+
+		ok = ha_store_exec(s, ins, &e);
+		boot[b] = sqlite3_last_insert_rowid(ha_store_db(s));
+		ok = ok && rows_match(s, boot[b], "a new boot");
+		for (uint64_t sid = 1; ok && sid <= 2u + (unsigned)b; sid++)
+			ok = ha_store_stream_insert(s, boot[b], sid, &stream, &e);
+		for (uint64_t ep = 0; ok && ep < 3; ep++)
+			ok = ha_store_put_epoch(s, boot[b], ep % 2, ep * 10, &added, &e);
+		for (uint32_t id = 0; ok && id < 5u + (unsigned)b; id++) {
+			struct smp_delta_rec rec = { .stack_id = id % 4, .nr = 1 + id % 3,
+						     .ips = (const uint8_t *)ips };
+
+			ok = ha_store_stacks_begin(s, &e) &&
+			     ha_store_put_stack(s, boot[b], 0, &rec, &conflict, &added, &e) &&
+			     ha_store_stacks_end(s, !conflict, &e);
+		}
+		/* a frame's new stacks taken back whole */
+		if (ok) {
+			struct smp_delta_rec rec = { .stack_id = 9, .nr = 2,
+						     .ips = (const uint8_t *)ips };
+
+			ok = ha_store_stacks_begin(s, &e) &&
+			     ha_store_put_stack(s, boot[b], 1, &rec, &conflict, &added, &e) &&
+			     added && ha_store_stacks_end(s, false, &e);
+		}
+		for (uint32_t cpu = 0; ok && cpu < 2; cpu++)
+			ok = ha_store_put_gap(s, boot[b], stream, 7, 9, cpu, 0, &e) &&
+			     ha_store_put_gap(s, boot[b], stream, 20 + (uint64_t)b, 21, cpu, 0,
+					      &e) &&
+			     ha_store_put_gap(s, boot[b], stream, 7, 9, cpu, 0, &e);
+	}
+	ok = ok && ha_store_commit(s, &e);
+	CHECK(ok, "two boots stored (%s)", e ? e->message : "ok");
+	for (int b = 0; ok && b < 2; b++)
+		rows_match(s, boot[b], "typed calls");
+	ok = ok && ha_store_exec(s, "DROP TRIGGER boot_rows_new; DROP TRIGGER boot_rows_gone;"
+				 " DROP TRIGGER boot_rows_stream_add;"
+				 " DROP TRIGGER boot_rows_stream_del;"
+				 " DROP TRIGGER boot_rows_epoch_add;"
+				 " DROP TRIGGER boot_rows_epoch_del;"
+				 " DROP TRIGGER boot_rows_stack_add;"
+				 " DROP TRIGGER boot_rows_stack_del; DROP TRIGGER boot_rows_gap_add;"
+				 " DROP TRIGGER boot_rows_gap_del; DROP TABLE boot_rows;"
+				 " PRAGMA user_version = 3", &e);
+	ha_store_free(s);
+	CHECK(ok, "made a schema 3 store (%s)", e ? e->message : "ok");
+	s = ha_store_open(path, false, &e);
+	CHECK(s != NULL, "schema 3 migrated (%s)", e ? e->message : "ok");
+	for (int b = 0; s && b < 2; b++)
+		rows_match(s, boot[b], "migrated");
+	if (s) {
+		struct smp_delta_rec rec = { .stack_id = 11, .nr = 3, .ips = (const uint8_t *)ips };
+
+		ok = ha_store_begin(s, &e) && ha_store_stacks_begin(s, &e) &&
+		     ha_store_put_stack(s, boot[1], 2, &rec, &conflict, &added, &e) &&
+		     ha_store_stacks_end(s, true, &e) && ha_store_commit(s, &e);
+		CHECK(ok, "a stack after the migration (%s)", e ? e->message : "ok");
+		rows_match(s, boot[1], "counted after the migration");
+	}
+	ha_store_free(s);
+	for (const char *const *x = (const char *const[]){ "", "-wal", "-shm", NULL }; *x; x++) {
+		g_autofree char *f = g_strconcat(path, *x, NULL);
+
+		g_unlink(f);
 	}
 }
 
@@ -78,6 +204,7 @@ int main(void)
 	      !ha_store_name_ok("") && !ha_store_name_ok("a/b"), "bad names refused");
 
 	test_chunkz();
+	test_boot_rows(dir);
 
 	g_unlink(path);
 	{
