@@ -23,7 +23,11 @@ static atomic_long_t testmod_allocations = ATOMIC_LONG_INIT(0);
 
 static noinline void *stackmap_testmod_inner(size_t size)
 {
-	return kmalloc(size, GFP_KERNEL);
+	void *p = kmalloc(size, GFP_KERNEL);
+
+	/* Not a tail call: this function's frame stays in the recorded stack. */
+	barrier();
+	return p;
 }
 
 static noinline int stackmap_testmod_outer(unsigned int n)
