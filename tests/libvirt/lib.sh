@@ -141,7 +141,7 @@ lv_define() {
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$W/bzImage</kernel>
     <initrd>$W/initrd.cpio.gz</initrd>
-    <cmdline>console=ttyS0 nokaslr pci=noacpi trace_clock=global stackmap.scenario=lv stackmap.lv=$mode stackmap.lv_seconds=6 trace_event=kmem:kmalloc,kmem:kmem_cache_alloc trace_options=stackmap,stacktrace trace_buf_size=2M</cmdline>
+    <cmdline>console=ttyS0 pci=noacpi trace_clock=global stackmap.scenario=lv stackmap.lv=$mode stackmap.lv_seconds=6 trace_event=kmem:kmalloc,kmem:kmem_cache_alloc trace_options=stackmap,stacktrace trace_buf_size=2M</cmdline>
   </os>
   <features><acpi/></features>   <!-- the guest finds the ISA pvpanic through ACPI -->
   <on_poweroff>destroy</on_poweroff>
