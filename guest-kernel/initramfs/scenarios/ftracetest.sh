@@ -4,6 +4,8 @@
 . /scenarios/lib.sh
 tests=$(param tests test.d/ftrace | tr , ' ')
 cd /selftests/ftrace || fail "no /selftests/ftrace"
+# The inter-event hist tests of test.d/trigger ping 127.0.0.1.
+ip link set lo up 2> /dev/null || true
 say "FTRACETEST $tests"
 # The options the run starts with (trace_options= on the command line).
 for o in stackmap stacktrace; do
