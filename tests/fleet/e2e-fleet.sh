@@ -40,8 +40,8 @@ wait_long() {
 
 # The kernel (guest-kernel/build-kernel, cached) and stream.sh's initramfs, from the
 # e2e harness (tests/lib/stackmap_e2e.py)
-mkdir -p "$T/work"
-python3 - "$GUESTD" "$TICKER" "$T/work" "$T/work/built" <<'EOF' || efail "building the guest"
+mkdir -p "$T/guest"
+python3 - "$GUESTD" "$TICKER" "$T/guest" "$T/guest/built" <<'EOF' || efail "building the guest"
 import sys, types
 import stackmap_e2e as sm
 a = types.SimpleNamespace(guestd=sys.argv[1], ticker=sys.argv[2], workdir=sys.argv[3])
@@ -49,7 +49,7 @@ kout, initrd = sm.build_stream(a)
 with open(sys.argv[4], 'w') as f:
     print(kout, initrd, file=f)
 EOF
-read -r KOUT INITRD <"$T/work/built"
+read -r KOUT INITRD <"$T/guest/built"
 ok "guest kernel $KOUT ($(sed -n 's/^guest=//p' "$KOUT/build-info") guest)"
 
 ch_config
