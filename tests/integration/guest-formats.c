@@ -79,3 +79,17 @@ const struct gf_format gf_formats[] = {
 };
 
 const unsigned int gf_nr_formats = sizeof(gf_formats) / sizeof(gf_formats[0]);
+
+/* TRACE_PRINT's format (kernel/trace/trace_entries.h): trace_marker writes, and the
+ * guest agent's clock-probe markers among them. */
+const struct gf_format gf_print = {
+	"ftrace/print",
+	"name: print\n"
+	"ID: " STR(GF_ID_PRINT) "\n"
+	"format:\n"
+	COMMON
+	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;\n"
+	"\n"
+	"print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n"
+};

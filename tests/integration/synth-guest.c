@@ -657,21 +657,7 @@ static void generate(Guest *g)
 
 static bool write_all(Guest *g, const uint8_t *p, size_t len);
 
-#define TRACE_PRINT_ID	5	/* TRACE_PRINT in 6.1's enum trace_type */
-
-static const char print_format[] =
-	"name: print\n"
-	"ID: 5\n"
-	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
-	"\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;\n"
-	"\n"
-	"print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n";
+#define TRACE_PRINT_ID	GF_ID_PRINT
 
 static int64_t mono_ns(void)
 {
@@ -693,8 +679,8 @@ static uint64_t guest_clock(Guest *g, int64_t mono)
 static void send_print_format(Guest *g)
 {
 	uint8_t buf[2048];
-	struct smp_format m = { .name = "ftrace/print", .name_len = 12,
-				.text = print_format, .text_len = sizeof(print_format) - 1 };
+	struct smp_format m = { .name = gf_print.name, .name_len = (uint16_t)strlen(gf_print.name),
+				.text = gf_print.text, .text_len = strlen(gf_print.text) };
 	long n = smp_format_encode(&m, buf, sizeof(buf));
 
 	g_assert(n > 0);
