@@ -48,6 +48,8 @@
 #define MOD_BASE	UINT64_C(0xffffffffc0000000)
 #define DEEP_DEPTH	70u
 #define FLAG_HARDIRQ	0x08
+#define FLAG_SOFTIRQ	0x10
+#define FLAG_NMI	0x40
 
 typedef struct {
 	char *connect_path;
@@ -64,6 +66,7 @@ typedef struct {
 	char *hostile;
 	gboolean no_bye;
 	gint cut_stacks;
+	gint late_stacks;
 	gboolean no_stacks;
 	gboolean same_stacks;
 	gboolean no_formats;
@@ -123,6 +126,7 @@ typedef struct {
 	GArray *truth;			/* EvTruth, with --expect-events */
 	GArray *refused_ts;		/* uint64_t, --refused-format's events */
 	uint64_t gen_events;
+	uint32_t cut_done;	/* --cut-stacks events made so far */
 	uint64_t gen_calls;
 	int epoch;
 	bool gen_done;
@@ -545,14 +549,32 @@ static void gen_event(Guest *g)
 	ts = g->clock;
 	if (g->o.print_text && i % 100 == 0)
 		emit_print(g, cpu, ts, pid, stack_ip(frame_epoch(g), k, 0));
+	if (g->o.cut_stacks && i + (uint64_t)g->o.cut_stacks >= (uint64_t)g->o.events) {
+		/* A crash between these events' commits and their stack events: the
+		 * host keeps them waiting for a stack that never comes. Only events of
+		 * nested contexts can wait together on one CPU (pair.h): cut event j
+		 * is on CPU j % cpus, in context j / cpus (task, then a softirq, a
+		 * hardirq and an NMI, each interrupting the one before). */
+		static const uint8_t ctx_flags[] = { 0, FLAG_SOFTIRQ,
+						     FLAG_SOFTIRQ | FLAG_HARDIRQ,
+						     FLAG_SOFTIRQ | FLAG_HARDIRQ | FLAG_NMI };
+		uint32_t j = g->cut_done++, ctx = j / (uint32_t)g->o.cpus;
+
+		cpu = (int)(j % (uint32_t)g->o.cpus);
+		emit_kmalloc(g, cpu, ts, ctx_flags[ctx], (uint8_t)ctx, pid,
+			     stack_ip(frame_epoch(g), k, 0));
+		expect_add(g, g_strdup("[stack not received: the stream ended before it]"), ts);
+		g->clock = ts + 40;
+		return;
+	}
 	if (g->o.refused_every && (i + 1) % (uint64_t)g->o.refused_every == 0)
 		emit_refused(g, cpu, ts, pid, stack_ip(frame_epoch(g), k, 0));
 	else
 		emit_kmalloc(g, cpu, ts, 0, 0, pid, stack_ip(frame_epoch(g), k, 0));
-	if (g->o.cut_stacks && i + (uint64_t)g->o.cut_stacks >= (uint64_t)g->o.events) {
-		/* A crash between these events' commits and their stack events: the
-		 * host keeps them waiting for a stack that never comes. */
-		expect_add(g, g_strdup("[stack not received: the stream ended before it]"), ts);
+	if (i < (uint64_t)g->o.late_stacks) {
+		/* traced before options/stacktrace was set: no stack event follows, and
+		 * the next event of this CPU's task context says none will (pair.h) */
+		expect_add(g, g_strdup("[no stack]"), ts);
 		g->clock = ts + 40;
 		return;
 	}
@@ -1363,8 +1385,11 @@ int main(int argc, char **argv)
 		  "Write every traced event's \"ts folded\" in time order", "FILE" },
 		{ "no-bye", 0, 0, G_OPTION_ARG_NONE, &o->no_bye, "End without BYE (a crash)", NULL },
 		{ "cut-stacks", 0, 0, G_OPTION_ARG_INT, &o->cut_stacks,
-		  "The last N events (1-8) lose their stack events (with --no-bye: a crash"
-		  " right after their commits)", "N" },
+		  "The last N events (1-8, at most 4 per CPU) lose their stack events (with"
+		  " --no-bye: a crash right after their commits, in nested contexts)", "N" },
+		{ "late-stacks", 0, 0, G_OPTION_ARG_INT, &o->late_stacks,
+		  "The first N events are traced without stacks (before options/stacktrace"
+		  " was set)", "N" },
 		{ "no-deep", 0, 0, G_OPTION_ARG_NONE, &no_deep,
 		  "No stack deeper than the map keeps (no full kernel_stack events)", NULL },
 		{ "same-stacks", 0, 0, G_OPTION_ARG_NONE, &o->same_stacks, "Every epoch's ids carry epoch 0's stacks", NULL },
@@ -1429,7 +1454,7 @@ int main(int argc, char **argv)
 	}
 	if (!!o->connect_path + !!o->listen_path + !!o->dump != 1 || o->cpus < 1 ||
 	    o->cpus > 64 || o->epochs < 1 || o->stacks < 1 || o->map_bits < 4 ||
-	    o->map_bits > 19 || o->cut_stacks < 0 || o->refused_every < 0 || o->reconnect_ms < 0 || o->cut_stacks > 8 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
+	    o->map_bits > 19 || o->cut_stacks < 0 || o->refused_every < 0 || o->reconnect_ms < 0 || o->cut_stacks > 8 || o->cut_stacks > 4 * o->cpus || o->late_stacks < 0 || (uint32_t)o->stacks * 7919u < (uint32_t)o->stacks) {
 		g_printerr("synth-guest: one of --connect/--listen/--dump; sane sizes\n");
 		return 2;
 	}
