@@ -63,6 +63,19 @@ static void flush_q(HaPair *p, uint32_t cpu, CpuQ *q, HaStackKind why)
 	q->n = 0;
 }
 
+/* The context an event was traced in, as its flags tell (pair.h): 0 task, 1 softirq,
+ * 2 hardirq, 3 NMI. The bits of linux-6.1 kernel/trace/trace.h's trace_flag_type. */
+static int context_of(uint8_t flags)
+{
+	if (flags & 0x40)	/* TRACE_FLAG_NMI */
+		return 3;
+	if (flags & 0x08)	/* TRACE_FLAG_HARDIRQ */
+		return 2;
+	if (flags & 0x10)	/* TRACE_FLAG_SOFTIRQ */
+		return 1;
+	return 0;
+}
+
 void ha_pair_free(HaPair *p)
 {
 	GHashTableIter it;
@@ -90,6 +103,15 @@ void ha_pair_feed(HaPair *p, uint32_t cpu, const HaEvent *ev, char *text)
 		g_hash_table_insert(p->cpus, GUINT_TO_POINTER(cpu), q);
 	}
 	if (ev->kind == HA_EV_OTHER) {
+		int ctx = context_of(ev->flags);
+		unsigned int keep = 0;
+
+		/* the waiting events of this context or a deeper one had their chance */
+		while (keep < q->n && context_of(q->w[keep].flags) < ctx)
+			keep++;
+		for (unsigned int i = keep; i < q->n; i++)
+			finish(p, cpu, &q->w[i], NULL, HA_STACK_NONE);
+		q->n = keep;
 		if (q->n == HA_PAIR_DEPTH) {
 			finish(p, cpu, &q->w[0], NULL, HA_STACK_NONE);
 			memmove(&q->w[0], &q->w[1], sizeof(q->w[0]) * (HA_PAIR_DEPTH - 1));

@@ -16,8 +16,20 @@
  * non-stack event is pushed; a stack event takes the most recent waiting event with
  * the same pid, flags and preempt count, and every event above that one (nested,
  * without a stack) is finished without a stack. A stack event that matches nothing
- * (its event was on an earlier page that was lost) is counted as an orphan. The
- * waiting stack holds at most HA_PAIR_DEPTH events; older ones are finished stackless.
+ * (its event was on an earlier page that was lost) is counted as an orphan.
+ *
+ * Only an event of a deeper context can come between an event and its stack: the
+ * tracepoint runs with preemption off (no other task), and an interrupt that comes in
+ * between completes before the event's context resumes. The context is in the flags
+ * (tracing_gen_ctx_irq_test(): NMI above HARDIRQ above SOFTIRQ above task). So when a
+ * new event arrives, every waiting event of its context or a deeper one cannot get a
+ * stack any more (it was traced without one: before options/stacktrace was set, a
+ * trace_marker write, a user stack event) and is finished stackless at once; the
+ * waiting events are then of strictly nested contexts, at most one per context. Before
+ * this rule such an event stayed waiting under every later event that paired at once,
+ * for as long as the CPU had no interrupt between an event and its stack.
+ * The waiting stack holds at most HA_PAIR_DEPTH events (a stored state of an older
+ * host may hold more than one per context); older ones are finished stackless.
  *
  * Loss: when events were lost before a page (the ring buffer overwrote them, flagged
  * RB_MISSED_EVENTS; or the agent dropped PAGE frames), a waiting event's stack event
