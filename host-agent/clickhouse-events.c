@@ -10,7 +10,10 @@
  *   F P O U...   F: the pages below F were sent final; P: the pages the CPU had when
  *                last sent; O: 1 when U overflowed; U: pages below F that had an
  *                event whose stack was unresolved (its delta may come later) or
- *                waiting at the stream's end (the boot's pairing state may let it go)
+ *                waiting at the stream's end (the boot's pairing state may let it go:
+ *                off the newest chunk only when its context traced nothing since, e.g.
+ *                a task's trace_marker write then a chunk of interrupts' events alone
+ *                (pair.h), or in a pairing state an older host stored)
  *
  * and per boot "ev<id>" is a signature of what can change a sent event: how the boot
  * ended, its stack, epoch, text and full-stack counts and its pairing state. A round
