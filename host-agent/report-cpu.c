@@ -32,6 +32,8 @@ typedef struct {
 	HaReportEventFn fn;
 	void *user;
 	HaMarkerFormat marker;	/* the clock probes' marker events: not given */
+	GArray *gaps;		/* this CPU's of ha_report_gaps(), or NULL */
+	guint gap_next;		/* the first of them not yet passed */
 } CpuWalk;
 
 static void cpu_paired(const HaPaired *p, void *user)
@@ -88,6 +90,12 @@ static void cpu_event(const HaEvent *ev, void *user)
 	if (!c->fed && ha_tep_missed(c->tep) != 0)
 		ha_pair_lost(c->pair, c->cpu);
 	c->fed = true;
+	/* frames the agent dropped lie before this event: as events does it */
+	while (ev->kind == HA_EV_OTHER && c->gaps && c->gap_next < c->gaps->len &&
+	       ev->ts > g_array_index(c->gaps, guint64, c->gap_next)) {
+		ha_pair_lost(c->pair, c->cpu);
+		c->gap_next++;
+	}
 	if (ev->kind == HA_EV_OTHER) {
 		EvWhere *w = g_new(EvWhere, 1);
 
@@ -117,6 +125,7 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	g_autoptr(HaSyms) syms = NULL;
 	g_autoptr(HaTep) tep = NULL;
 	g_autoptr(HaPair) pair = NULL;
+	g_autoptr(GPtrArray) gaps = NULL;
 	CpuWalk c = { .cpu = cpu, .from = from, .to = to, .where = where, .fn = fn,
 		      .user = user };
 	bool own_txn = !ha_store_in_txn(s), ok = false;
@@ -156,6 +165,10 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	tep = ha_rp_load_tep(s, boot, syms);
 	pending = ha_rp_pending_events(s, boot);
 	ha_rp_load_marker(s, boot, &c.marker);
+	gaps = ha_report_gaps(s, boot, error);
+	if (!gaps)
+		goto out;
+	c.gaps = cpu < gaps->len ? gaps->pdata[cpu] : NULL;
 	pair = ha_pair_new(cpu_paired, &c);
 	c.tep = tep;
 	c.pair = pair;

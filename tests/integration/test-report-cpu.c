@@ -11,6 +11,7 @@
  * - exactly the events `report events --json` shows, with the same stacks; in the
  *   order the pairer finishes them (a nested event before the one it interrupted);
  * - any range of pages gives the same events as the whole walk;
+ * - an event before frames the guest dropped has its stack "lost", as in events;
  * - an event traced without a stack (before options/stacktrace was set) is finished
  *   stackless by the next event of its CPU's task context, in the stored pairing state
  *   too: it is never "waiting" (issue 19), while the stream's last event, whose stack
@@ -154,10 +155,12 @@ static bool send_format(HaConn *c, uint64_t seq, const struct gf_format *f, GErr
  *   page 0: A kmalloc (5, traced before options/stacktrace), marker, B kmalloc (7),
  *           B's stack_id, "hello" trace_marker write (7), marker, C kmalloc (7, 8 bytes),
  *           irq{ H kmalloc without a stack }, C's stack_id
- *   page 1: marker, D kmalloc (8), D's stack_id, E kmalloc (8): the stream ends there
- *           (no BYE: a crash before E's stack event)
+ *   page 1: marker, D kmalloc (8), D's stack_id, E kmalloc (8)
+ *   a frame the guest dropped (E's stack event was in it)
+ *   page 2: F kmalloc (8), F's stack_id, G kmalloc (8): the stream ends there (no BYE:
+ *           a crash before G's stack event)
  * As ordinals: page 0 A 0, marker 1, B 2, stack 3, hello 4, marker 5, C 6, H 7,
- * stack 8; page 1 marker 0, D 1, stack 2, E 3.
+ * stack 8; page 1 marker 0, D 1, stack 2, E 3; page 2 F 0, stack 1, G 2.
  */
 static bool stream(HaStore *s, GError **error)
 {
@@ -216,6 +219,13 @@ static bool stream(HaStore *s, GError **error)
 	add_kmalloc(&rp, 2200, 0, 8, 256);		/* E */
 	if (!send_page(c, seq++, &rp, error))
 		return false;
+	seq++;						/* dropped */
+	ringpage_reset(&rp, 3000);
+	add_kmalloc(&rp, 3000, 0, 8, 512);		/* F */
+	add_stack_id(&rp, 3010, 0, 8, id2);
+	add_kmalloc(&rp, 3100, 0, 8, 1024);		/* G */
+	if (!send_page(c, seq++, &rp, error))
+		return false;
 	return ha_conn_flush(c, error);	/* committed; then the connection just ends */
 }
 
@@ -255,7 +265,9 @@ int main(void)
 		{ 0, 7, 1505, 7, "none", -1, false, false },	/* H */
 		{ 0, 6, 1500, 7, "stack_id", 2, false, false },	/* C */
 		{ 1, 1, 2100, 8, "stack_id", 1, true, false },	/* D */
-		{ 1, 3, 2200, 8, "none", -1, true, true },	/* E */
+		{ 1, 3, 2200, 8, "lost", -1, true, false },	/* E */
+		{ 2, 0, 3000, 8, "stack_id", 2, true, false },	/* F */
+		{ 2, 2, 3100, 8, "none", -1, true, true },	/* G */
 	};
 	bool ok = true;
 
@@ -265,8 +277,8 @@ int main(void)
 		return tap_done();
 
 	all = walk(s, 0, 100, &pages);
-	CHECK(pages == 2, "the CPU has 2 stored pages (%" PRIu64 ")", pages);
-	CHECK(all->len == G_N_ELEMENTS(want), "7 events given, no marker among them (%u)",
+	CHECK(pages == 3, "the CPU has 3 stored pages (%" PRIu64 ")", pages);
+	CHECK(all->len == G_N_ELEMENTS(want), "9 events given, no marker among them (%u)",
 	      all->len);
 	for (guint i = 0; i < MIN(all->len, G_N_ELEMENTS(want)); i++) {
 		const Got *g = &g_array_index(all, Got, i);
@@ -285,7 +297,8 @@ int main(void)
 		}
 	}
 	CHECK(ok, "each event's (page, idx) key counts the markers, its stack, tail and"
-	      " waiting are the stream's");
+	      " waiting are the stream's; the stack of the event before the dropped frame"
+	      " is lost");
 	ok = true;
 	for (guint i = 0; i < all->len; i++) {
 		const Got *g = &g_array_index(all, Got, i);
@@ -301,7 +314,7 @@ int main(void)
 
 		if (g->ts == 1000 || g->ts == 1300)	/* A, hello */
 			ok = ok && !g->waiting && !strstr(g->stack_json, "stream ended");
-		if (g->ts == 2200)			/* E */
+		if (g->ts == 3100)			/* G */
 			ok = ok && g->waiting && strstr(g->stack_json, "stream ended");
 	}
 	CHECK(ok, "the events traced without a stack are not waiting for one; the last,"
@@ -348,15 +361,20 @@ int main(void)
 
 	/* any range gives what the whole walk gives for its pages */
 	lo = walk(s, 0, 1, &p2);
-	hi = walk(s, 1, 2, &p2);
+	hi = walk(s, 1, 3, &p2);
 	mid = walk(s, 1, 1, &p2);
 	ok = lo->len + hi->len == all->len && mid->len == 0;
 	for (guint i = 0; ok && i < all->len; i++)
 		ok = same(&g_array_index(all, Got, i),
 			  i < lo->len ? &g_array_index(lo, Got, i) :
 			  &g_array_index(hi, Got, i - lo->len));
-	CHECK(ok, "pages [0,1) and [1,2) give the whole walk's events (%u + %u of %u),"
-	      " [1,1) none", lo->len, hi->len, all->len);
+	g_array_unref(mid);
+	mid = walk(s, 2, 3, &p2);
+	ok = ok && mid->len == 2 && same(&g_array_index(mid, Got, 0),
+					 &g_array_index(all, Got, all->len - 2)) &&
+	     same(&g_array_index(mid, Got, 1), &g_array_index(all, Got, all->len - 1));
+	CHECK(ok, "pages [0,1) and [1,3) give the whole walk's events (%u + %u of %u),"
+	      " [1,1) none, [2,3) its last 2", lo->len, hi->len, all->len);
 
 	ha_store_free(g_steal_pointer(&s));
 	g_unlink(path);
