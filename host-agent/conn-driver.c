@@ -16,6 +16,7 @@ struct _HaDriver {
 	guint probe_timer;	/* clock probes (ha_conn_time_probe()) */
 	HaDriverEnded ended;
 	void *user;
+	bool paused;		/* reads off until the commit in flight is done */
 	unsigned int busy;	/* inside one of our callbacks (nesting depth) */
 	bool freed;		/* ha_driver_free() ran while busy */
 };
@@ -109,8 +110,9 @@ static bool write_output(HaDriver *d)
 	return true;
 }
 
-/* Commit the batch and write its ACK; false when the connection ended. */
-static bool flush(HaDriver *d)
+/* Commit the batch: on a commit thread (its ACK written when it is done,
+ * on_committed()), or here and now when @sync; false when the connection ended. */
+static bool flush(HaDriver *d, bool sync)
 {
 	g_autoptr(GError) e = NULL;
 
@@ -118,7 +120,7 @@ static bool flush(HaDriver *d)
 		g_source_remove(d->commit_timer);
 		d->commit_timer = 0;
 	}
-	if (!ha_conn_flush(d->conn, &e)) {
+	if (!(sync ? ha_conn_flush(d->conn, &e) : ha_conn_flush_start(d->conn, &e))) {
 		g_critical("%s: %s", d->domain, e->message);
 		end(d, "closing the connection: the batch was not stored");
 		return false;
@@ -132,7 +134,7 @@ static gboolean on_commit_timer(gpointer user)
 
 	d->commit_timer = 0;
 	enter(d);
-	flush(d);
+	flush(d, false);
 	leave(d);
 	return G_SOURCE_REMOVE;
 }
@@ -143,7 +145,7 @@ static bool input_dry(HaDriver *d)
 	guint due = ha_conn_commit_due_ms(d->conn);
 
 	if (!due)
-		return flush(d);
+		return flush(d, false);
 	if (!d->commit_timer)
 		d->commit_timer = g_timeout_add(due, on_commit_timer, d);
 	return write_output(d);
@@ -151,7 +153,7 @@ static bool input_dry(HaDriver *d)
 
 static gboolean on_more_input(gpointer user);
 
-enum step { STEP_MORE, STEP_DRY, STEP_ENDED };
+enum step { STEP_MORE, STEP_DRY, STEP_PAUSED, STEP_ENDED };
 
 /* Read and apply up to READS_PER_WAKE reads (conn-driver.h). */
 static enum step read_input(HaDriver *d)
@@ -168,6 +170,12 @@ static enum step read_input(HaDriver *d)
 		return STEP_MORE;
 	case HA_READ_DRY:
 		return input_dry(d) ? STEP_DRY : STEP_ENDED;
+	case HA_READ_PAUSED:
+		/* the batch is full and the last one still in flight: no reads until
+		 * on_committed() */
+		d->paused = true;
+		ha_link_want_read(d->link, false);
+		return write_output(d) ? STEP_PAUSED : STEP_ENDED;
 	case HA_READ_END:
 		end(d, "the guest side closed the connection");
 		return STEP_ENDED;
@@ -189,6 +197,34 @@ static gboolean on_more_input(gpointer user)
 	read_input(d);
 	leave(d);
 	return G_SOURCE_REMOVE;
+}
+
+/* Reads on again after a pause, from an idle callback (frames wait in the decoder). */
+static void resume(HaDriver *d)
+{
+	if (!d->paused || !d->conn)
+		return;
+	d->paused = false;
+	ha_link_want_read(d->link, true);
+	if (!d->more_idle)
+		d->more_idle = g_idle_add(on_more_input, d);
+}
+
+/* A commit made on a commit thread is done (ingest.h): its ACK is queued, or the
+ * batch failed. */
+static void on_committed(HaConn *c, const GError *error, void *user)
+{
+	HaDriver *d = user;
+
+	(void)c;
+	enter(d);
+	if (error) {
+		g_critical("%s: %s", d->domain, error->message);
+		end(d, "closing the connection: the batch was not stored");
+	} else if (write_output(d)) {
+		resume(d);
+	}
+	leave(d);
 }
 
 static void on_link(HaLink *l, HaLinkEvents ev, void *user)
@@ -239,6 +275,7 @@ HaDriver *ha_driver_new(HaLink *link, HaStore *store, const HaLimits *limits,
 	d->user = user;
 	d->link = link;
 	d->conn = ha_conn_new(store, limits, domain, ha_link_name(link));
+	ha_conn_set_committed(d->conn, on_committed, d);
 	g_hash_table_insert(running, store, d);
 	if (!ha_link_start(link, on_link, d, error)) {
 		d->ended = NULL;
@@ -256,10 +293,20 @@ bool ha_driver_drain(HaDriver *d)
 	bool up;
 
 	enter(d);
-	while (d->conn && read_input(d) == STEP_MORE)
-		;
+	for (;;) {
+		enum step st = d->conn ? read_input(d) : STEP_ENDED;
+
+		if (st == STEP_PAUSED && flush(d, true)) {
+			/* committed here: the batch that paused us can go on */
+			d->paused = false;
+			ha_link_want_read(d->link, true);
+			continue;
+		}
+		if (st != STEP_MORE)
+			break;
+	}
 	if (d->conn)
-		flush(d);
+		flush(d, true);
 	up = d->conn != NULL;
 	return leave(d) && up;
 }

@@ -383,10 +383,13 @@ bool ingest_note_gap(HaConn *c, GError **error)
 	if (c->rows.gaps >= c->lim.max_gaps || !c->nr_cpus)
 		return true;
 	c->rows.gaps++;
-	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
-		if (c->by_cpu[cpu] && c->by_cpu[cpu]->events)
-			after[cpu] = (int64_t)c->by_cpu[cpu]->ts_max;
-	if (!ha_store_cpu_newest(c->store, c->boot, c->nr_cpus, after, error))
+	for (uint32_t cpu = 0; cpu < c->nr_cpus && cpu < c->fill->nr_cpus; cpu++)
+		if (c->fill->by_cpu[cpu] && c->fill->by_cpu[cpu]->events)
+			after[cpu] = (int64_t)c->fill->by_cpu[cpu]->ts_max;
+	/* what a commit in flight holds is stored once it is done: the store's newest
+	 * then covers it (the store waits for it) */
+	if (!ha_store_begin(c->store, error) ||
+	    !ha_store_cpu_newest(c->store, c->boot, c->nr_cpus, after, error))
 		return false;
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
 		if (!ha_store_put_gap(c->store, c->boot, c->stream, c->gap_lo, c->gap_hi, cpu,

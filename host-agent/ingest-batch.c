@@ -52,7 +52,7 @@ static gboolean fullstack_equal(gconstpointer a, gconstpointer b)
 	       (!x->nr || !memcmp(x->ips, y->ips, (size_t)x->nr * 8));
 }
 
-static void batch_free(gpointer p)
+static void cpu_batch_free(gpointer p)
 {
 	CpuBatch *b = p;
 
@@ -62,27 +62,7 @@ static void batch_free(gpointer p)
 	g_free(b);
 }
 
-void ingest_batches_init(HaConn *c)
-{
-	c->batches = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, batch_free);
-	c->fullstacks = g_hash_table_new_full(fullstack_hash, fullstack_equal, g_free, NULL);
-	c->z = ha_chunkz_new(c->lim.zstd_level);
-}
-
-void ingest_batches_free(HaConn *c)
-{
-	if (c->compact_src) {
-		g_source_destroy(c->compact_src);
-		g_source_unref(c->compact_src);
-	}
-	g_hash_table_destroy(c->batches);
-	g_free(c->by_cpu);
-	g_free(c->pages);
-	ha_chunkz_free(c->z);
-	g_hash_table_destroy(c->fullstacks);
-}
-
-static void batch_reset(CpuBatch *b)
+static void cpu_batch_reset(CpuBatch *b)
 {
 	g_array_set_size(b->spans, 0);
 	if (b->hist_cap > ingest_session_limits.hist_slots_min) {
@@ -104,66 +84,124 @@ static void batch_reset(CpuBatch *b)
 	b->traced = 0;
 }
 
+IngestBatch *ingest_batch_new(void)
+{
+	IngestBatch *b = g_new0(IngestBatch, 1);
+
+	b->cpus = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cpu_batch_free);
+	return b;
+}
+
+void ingest_batch_free(IngestBatch *b)
+{
+	if (!b)
+		return;
+	g_hash_table_destroy(b->cpus);
+	g_free(b->by_cpu);
+	g_free(b->pages);
+	g_free(b);
+}
+
+void ingest_batch_empty(IngestBatch *b)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, b->cpus);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		cpu_batch_reset(v);
+	b->pages_len = 0;
+}
+
+/* Forget every CPU (a session ends); the next session may have other CPUs. */
+static void batch_drop(IngestBatch *b)
+{
+	g_hash_table_remove_all(b->cpus);
+	g_clear_pointer(&b->by_cpu, g_free);
+	b->nr_cpus = 0;
+	b->pages_len = 0;
+}
+
+void ingest_batches_init(HaConn *c)
+{
+	c->fill = ingest_batch_new();
+	c->spare = ingest_batch_new();
+	c->fullstacks = g_hash_table_new_full(fullstack_hash, fullstack_equal, g_free, NULL);
+	c->z = ha_chunkz_new(c->lim.zstd_level);
+}
+
+void ingest_batches_free(HaConn *c)
+{
+	if (c->compact_src) {
+		g_source_destroy(c->compact_src);
+		g_source_unref(c->compact_src);
+	}
+	ingest_batch_free(c->fill);
+	ingest_batch_free(c->spare);
+	ha_chunkz_free(c->z);
+	g_hash_table_destroy(c->fullstacks);
+}
+
 void ingest_batches_start(HaConn *c, uint32_t nr_cpus)
 {
-	g_free(c->by_cpu);
-	c->by_cpu = g_new0(CpuBatch *, nr_cpus);	/* nr_cpus <= SMP_MAX_CPUS */
+	/* no commit is in flight at a HELLO: the last session's ended synchronously */
+	IngestBatch *both[] = { c->fill, c->spare };
+
+	for (int i = 0; i < 2; i++) {
+		if (!both[i])
+			continue;
+		g_free(both[i]->by_cpu);
+		both[i]->by_cpu = g_new0(CpuBatch *, nr_cpus);	/* <= SMP_MAX_CPUS */
+		both[i]->nr_cpus = nr_cpus;
+	}
 }
 
 CpuBatch *ingest_batch_get(HaConn *c, uint32_t cpu)
 {
-	CpuBatch *b = cpu < c->nr_cpus && c->by_cpu ? c->by_cpu[cpu] : NULL;
+	IngestBatch *f = c->fill;
+	CpuBatch *b = cpu < f->nr_cpus && f->by_cpu ? f->by_cpu[cpu] : NULL;
 
 	if (b)
 		return b;
-	b = g_hash_table_lookup(c->batches, GUINT_TO_POINTER(cpu));
+	b = g_hash_table_lookup(f->cpus, GUINT_TO_POINTER(cpu));
 	if (!b) {
 		b = g_new0(CpuBatch, 1);
 		b->spans = g_array_new(FALSE, FALSE, sizeof(HaChunkSpan));
 		b->hist_used = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-		batch_reset(b);
-		g_hash_table_insert(c->batches, GUINT_TO_POINTER(cpu), b);
+		cpu_batch_reset(b);
+		g_hash_table_insert(f->cpus, GUINT_TO_POINTER(cpu), b);
 	}
-	if (cpu < c->nr_cpus && c->by_cpu)
-		c->by_cpu[cpu] = b;
+	if (cpu < f->nr_cpus && f->by_cpu)
+		f->by_cpu[cpu] = b;
 	return b;
 }
 
 void ingest_batch_add_page(HaConn *c, CpuBatch *b, uint64_t seq, const uint8_t *data,
 			   size_t len)
 {
+	IngestBatch *f = c->fill;
+
 	if (!b->pages)
 		b->first_seq = seq;
 	b->last_seq = seq;
 	b->pages++;
 	/* a batch is flushed at batch_bytes of payload: this grows to that and stays */
-	if (c->pages_len + len > c->pages_cap) {
-		c->pages_cap = MAX(c->pages_len + len, MIN(2 * c->pages_cap,
+	if (f->pages_len + len > f->pages_cap) {
+		f->pages_cap = MAX(f->pages_len + len, MIN(2 * f->pages_cap,
 				   (size_t)c->lim.batch_bytes + c->lim.max_payload));
-		c->pages = g_realloc(c->pages, c->pages_cap);
+		f->pages = g_realloc(f->pages, f->pages_cap);
 	}
-	memcpy(c->pages + c->pages_len, data, len);
-	g_array_append_val(b->spans, ((HaChunkSpan){ .off = (uint32_t)c->pages_len,
+	memcpy(f->pages + f->pages_len, data, len);
+	g_array_append_val(b->spans, ((HaChunkSpan){ .off = (uint32_t)f->pages_len,
 						     .len = (uint32_t)len }));
-	c->pages_len += len;
-}
-
-void ingest_batches_reset(HaConn *c)
-{
-	GHashTableIter it;
-	gpointer v;
-
-	g_hash_table_iter_init(&it, c->batches);
-	while (g_hash_table_iter_next(&it, NULL, &v))
-		batch_reset(v);
-	c->pages_len = 0;
+	f->pages_len += len;
 }
 
 void ingest_batches_drop(HaConn *c)
 {
-	g_hash_table_remove_all(c->batches);
-	g_clear_pointer(&c->by_cpu, g_free);
-	c->pages_len = 0;
+	batch_drop(c->fill);
+	if (c->spare)
+		batch_drop(c->spare);
 	g_hash_table_remove_all(c->fullstacks);
 	c->fullstacks_bytes = 0;
 }
@@ -231,7 +269,9 @@ static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr, GError 
 
 	if (cached)
 		return cached->id;
-	if (!ha_store_fullstack_id(c->store, c->boot, ips, nr, &id, error))
+	/* PAGE frames open no transaction (ingest-session.c): a new stack does */
+	if (!ha_store_begin(c->store, error) ||
+	    !ha_store_fullstack_id(c->store, c->boot, ips, nr, &id, error))
 		return -1;
 	if (c->fullstacks_bytes + (size_t)nr * 8 > ingest_session_limits.fullstack_cache_bytes) {
 		g_hash_table_remove_all(c->fullstacks);
@@ -278,7 +318,8 @@ void ingest_batch_on_paired(const HaPaired *p, void *user)
 	c->st.events++;
 }
 
-static bool write_cpu(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
+static bool write_cpu(HaConn *c, IngestBatch *batch, uint32_t cpu, CpuBatch *b,
+		      int64_t *ret_first_chunk, bool *ret_small, GError **error)
 {
 	const HaChunkSpan *spans = (const HaChunkSpan *)(void *)b->spans->data;
 	HaStoreChunk ch = {
@@ -296,7 +337,8 @@ static bool write_cpu(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 
 	if (!b->pages && !b->hist_used->len)
 		return true;
-	ch.data = ha_chunkz_compress(c->z, c->pages, spans, b->spans->len, &ch.len, error);
+	ch.data = ha_chunkz_compress(c->z, batch->pages, spans, b->spans->len, &ch.len,
+				     error);
 	if (!ch.data)
 		return false;
 	for (guint i = 0; i < b->hist_used->len; i++) {
@@ -308,21 +350,25 @@ static bool write_cpu(HaConn *c, uint32_t cpu, CpuBatch *b, GError **error)
 	}
 	if (!ha_store_put_chunk(c->store, c->boot, &ch, &id, error))
 		return false;
-	if (!c->compact_from)
-		c->compact_from = id;
+	if (!*ret_first_chunk)
+		*ret_first_chunk = id;
 	if (ch.raw_bytes < HA_COMPACT_SMALL)
-		c->compact_small = true;
+		*ret_small = true;
 	return true;
 }
 
-bool ingest_batch_write(HaConn *c, GError **error)
+bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
+			bool *ret_small, GError **error)
 {
 	GHashTableIter it;
 	gpointer k, v;
 
-	g_hash_table_iter_init(&it, c->batches);
+	*ret_first_chunk = 0;
+	*ret_small = false;
+	g_hash_table_iter_init(&it, b->cpus);
 	while (g_hash_table_iter_next(&it, &k, &v))
-		if (!write_cpu(c, GPOINTER_TO_UINT(k), v, error))
+		if (!write_cpu(c, b, GPOINTER_TO_UINT(k), v, ret_first_chunk, ret_small,
+			       error))
 			return false;
 	return true;
 }
@@ -336,7 +382,7 @@ static gboolean on_compact_idle(gpointer user)
 	g_autoptr(GError) e = NULL;
 	int r;
 
-	if (ha_store_in_txn(c->store))
+	if (c->flight || ha_store_in_txn(c->store))
 		r = 0;	/* a batch is open: the next commit schedules us again */
 	else
 		r = ha_compact_step(c->store, c->boot, c->compact_from, false,

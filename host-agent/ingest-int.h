@@ -10,16 +10,27 @@
  *   ingest-apply.c    one frame of the session applied to the open transaction: the
  *                     per-type checks (every limit from ingest_session_limits), each
  *                     frame whole or not at all (ingest_apply())
- *   ingest-batch.c    what a batch holds until its commit: each CPU's pages packed into
- *                     one buffer, the stack counts of the events the pairer (pair.h)
- *                     gives, the full-stack cache; written as one zstd chunk per CPU at
- *                     the commit (ingest_batch_write()), and merged later off the ACK
- *                     path (compact.h)
+ *   ingest-batch.c    what a batch holds until its commit (IngestBatch): each CPU's
+ *                     pages packed into one buffer, the stack counts of the events the
+ *                     pairer (pair.h) gives; the full-stack cache; written as one zstd
+ *                     chunk per CPU at the commit (ingest_batch_write()), and merged
+ *                     later off the ACK path (compact.h)
+ *   ingest-commit.c   the commit of a batch (IngestFlight): taken from the connection
+ *                     on its thread, written, committed and fsync'd on a commit thread
+ *                     while the connection reads the next batch, then acknowledged on
+ *                     the connection's thread again
  *   store-ingest.c    the only code that sees SQL (store-ingest.h)
  *
  * A store failure anywhere (in the pairing callback too, which cannot return one: it
- * parks it in HaConn.cb_error) fails the frame and the batch: the session then never
- * commits nor acknowledges it.
+ * parks it in HaConn.cb_error; on the commit thread, in IngestFlight.error) fails the
+ * frame and the batch: the session then never commits nor acknowledges it.
+ *
+ * Threads: a HaConn lives on its driver's thread (the main loop). Only the commit of
+ * one batch at a time runs elsewhere; while it does, the store is lent to it (store.h:
+ * any store call of the connection's thread waits for it), the batch it writes is
+ * HaConn.flight's alone, and the connection fills HaConn.fill, the other IngestBatch.
+ * The commit thread reads of the HaConn only what stays constant while a batch is in
+ * flight (store, boot, limits, domain) and uses HaConn.z, which nothing else uses then.
  */
 #ifndef HA_INGEST_INT_H
 #define HA_INGEST_INT_H
@@ -85,6 +96,18 @@ typedef struct {
 	GArray *hist_used;	/* uint32_t slot indexes */
 } CpuBatch;
 
+/* One batch: what frames fill until the commit writes it. Kept (emptied) across
+ * batches: a connection has two, the one it fills and the one in flight. */
+typedef struct {
+	GHashTable *cpus;	/* cpu -> CpuBatch, kept (emptied) across batches */
+	CpuBatch **by_cpu;	/* the same, indexed by cpu < nr_cpus */
+	uint32_t nr_cpus;
+	uint8_t *pages;		/* the batch's pages of every CPU, in arrival order */
+	size_t pages_len, pages_cap;	/* cap <= batch_bytes + max_payload */
+} IngestBatch;
+
+typedef struct _IngestFlight IngestFlight;
+
 struct _HaConn {
 	HaStore *store;
 	HaLimits lim;
@@ -138,10 +161,8 @@ struct _HaConn {
 	uint64_t text_used[TEXT_KINDS];
 
 	/* batch */
-	GHashTable *batches;	/* cpu -> CpuBatch, kept (emptied) across batches */
-	CpuBatch **by_cpu;	/* the same, indexed by cpu < nr_cpus */
-	uint8_t *pages;		/* the batch's pages of every CPU, in arrival order */
-	size_t pages_len, pages_cap;	/* cap <= batch_bytes + max_payload */
+	IngestBatch *fill;	/* the batch frames go to */
+	IngestBatch *spare;	/* the other one, when it is not in flight */
 	HaChunkZ *z;
 	/* Compaction (compact.h) of the chunks this connection stored, id >= compact_from,
 	 * from a low-priority idle source while the connection waits for input. */
@@ -158,6 +179,13 @@ struct _HaConn {
 	 * taken by ingest_take_store_error() before the frame counts as applied, and by
 	 * ha_conn_flush() before any commit, so the batch fails with it. */
 	GError *cb_error;
+
+	/* commit (ingest-commit.c) */
+	IngestFlight *flight;	/* the batch being committed on a commit thread */
+	bool flush_due;		/* a commit is due once the one in flight is done */
+	bool paused;		/* frames wait in the decoder until then (the batch is full) */
+	HaConnCommitted committed;	/* async commits: told on our thread */
+	void *committed_user;
 
 	/* output */
 	GByteArray *out;
@@ -185,7 +213,35 @@ bool ingest_apply(HaConn *c, const struct smp_frame *f, GError **error);
  * transaction. */
 bool ingest_note_gap(HaConn *c, GError **error);
 
+/* ---- ingest-session.c (for ingest-commit.c) -------------------------------------- */
+
+/* Queue the ACK of every frame up to @upto (durable) unless it was sent already. */
+void ingest_queue_ack(HaConn *c, uint64_t upto);
+
+/* ---- ingest-commit.c ----------------------------------------------------------- */
+
+/*
+ * Commit the batch (everything applied since the last commit): on this thread and
+ * waiting for it when @sync, otherwise on a commit thread (ingest_commit_start()).
+ * Both wait first for a commit in flight. False with @error on a store failure or the
+ * quota (the batch then fails, nothing of it acknowledged).
+ */
+bool ingest_commit(HaConn *c, bool sync, GError **error);
+/* The commit in flight, if any, finished here: its ACK queued or c->failed set (the
+ * error in @error). Waits for it. True when there was none or it succeeded. */
+bool ingest_commit_wait(HaConn *c, GError **error);
+
 /* ---- ingest-batch.c ------------------------------------------------------------ */
+
+IngestBatch *ingest_batch_new(void);
+void ingest_batch_free(IngestBatch *b);
+/* Empty every CPU's batch after a commit, keeping their memory for the next one. */
+void ingest_batch_empty(IngestBatch *b);
+/* Every CPU's chunk and stack counts of @b into the open transaction, on any thread
+ * (see Threads above); *@ret_first_chunk the first chunk id stored (0: none),
+ * *@ret_small whether a chunk was small (compaction due). */
+bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
+			bool *ret_small, GError **error);
 
 void ingest_batches_init(HaConn *c);
 void ingest_batches_free(HaConn *c);
@@ -197,10 +253,6 @@ void ingest_batch_add_page(HaConn *c, CpuBatch *b, uint64_t seq, const uint8_t *
 			   size_t len);
 /* The pairer's callback (pair.h): counts the event into its CPU's batch. */
 void ingest_batch_on_paired(const HaPaired *p, void *user);
-/* Every CPU's chunk and stack counts into the open transaction. */
-bool ingest_batch_write(HaConn *c, GError **error);
-/* Empty every CPU's batch after a commit, keeping their memory for the next one. */
-void ingest_batches_reset(HaConn *c);
 /* Forget the batches and the full-stack cache (a session ends). */
 void ingest_batches_drop(HaConn *c);
 

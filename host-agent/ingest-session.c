@@ -58,6 +58,7 @@ void ha_conn_free(HaConn *c)
 {
 	if (!c)
 		return;
+	ingest_commit_wait(c, NULL);
 	ha_store_rollback(c->store);
 	ingest_batches_free(c);
 	smp_decoder_free(c->dec);
@@ -155,10 +156,9 @@ static bool queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, long pa
 	return true;
 }
 
-static void queue_ack(HaConn *c)
+void ingest_queue_ack(HaConn *c, uint64_t upto)
 {
 	uint8_t p[8] = { 0 };
-	uint64_t upto = c->expected - 1;
 
 	if (!c->hello || c->failed || upto == 0 || (upto == c->acked && !c->ack_wanted))
 		return;
@@ -203,94 +203,20 @@ bool ingest_take_store_error(HaConn *c, GError **error)
 	return false;
 }
 
-/* The probes answered since the last commit, into clock_samples. */
-static bool write_clock_samples(HaConn *c, GError **error)
-{
-	guint n;
-	const HaClockSample *cs = ha_clock_probe_samples(c->clk, &n);
-
-	for (guint i = 0; i < n; i++)
-		if (!ha_store_put_clock_sample(c->store, c->boot, &cs[i], error))
-			return false;
-	return true;
-}
-
 bool ha_conn_flush(HaConn *c, GError **error)
 {
-	g_autoptr(GBytes) pairs = NULL;
-	HaStreamDelta d;
-	uint64_t used = 0, orphans;
+	return ingest_commit(c, true, error);
+}
 
-	if (!c->hello)
-		return true;
-	if (c->failed) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "an earlier batch failed");
-		return false;
-	}
-	if (!ha_store_in_txn(c->store)) {
-		guint n;
+bool ha_conn_flush_start(HaConn *c, GError **error)
+{
+	return ingest_commit(c, false, error);
+}
 
-		ha_clock_probe_samples(c->clk, &n);
-		if (!n) {
-			queue_ack(c);
-			return true;
-		}
-		/* clock samples completed by a TIME_REPLY alone */
-		if (!ha_store_begin(c->store, error))
-			return false;
-	}
-	/* Any failure below rolls the batch back; its frames were not acknowledged and
-	 * the guest resends them on its next connection. */
-	if (!ingest_take_store_error(c, error))
-		return false;
-	c->failed = true;
-	if (!ingest_batch_write(c, error))
-		return false;
-	orphans = ha_pair_orphans(c->pair) - c->orphans_saved;
-	d = (HaStreamDelta){
-		.next_seq = c->expected,
-		.gap_frames = c->d_gap,
-		.dup_frames = c->d_dup,
-		.malformed = c->d_malformed,
-		.bad_pages = c->d_bad_pages,
-		.orphan_stacks = orphans,
-		.cur_epoch = c->cur_epoch,
-		.missed_events = c->d_missed,
-		.missed_uncounted = c->d_missed_uncounted,
-	};
-	if (!ha_store_stream_update(c->store, c->stream, &d, error))
-		return false;
-	pairs = ha_pair_save(c->pair);
-	if (!ha_store_boot_update(c->store, c->boot, g_get_real_time(), pairs, error))
-		return false;
-	if (!write_clock_samples(c, error))
-		return false;
-	if (c->lim.quota_bytes && !ha_store_used_bytes(c->store, &used, error))
-		return false;
-	if (c->lim.quota_bytes && used > c->lim.quota_bytes) {
-		ha_store_rollback(c->store);
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
-			    "disk quota of domain %s reached: the store would grow to %" PRIu64
-			    " bytes, above the quota of %" PRIu64 " bytes; frames from seq %"
-			    PRIu64 " are not stored or acknowledged",
-			    c->domain, used, c->lim.quota_bytes, c->acked + 1);
-		return false;
-	}
-	if (!ha_store_commit(c->store, error))
-		return false;
-	c->failed = false;
-	c->st.commits++;
-	c->pending_since = 0;
-	c->orphans_saved += orphans;
-	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
-	c->d_missed = c->d_missed_uncounted = 0;
-	ingest_batches_reset(c);
-	ha_clock_probe_samples_done(c->clk);
-	c->batch_bytes = 0;
-	c->batch_frames = 0;
-	queue_ack(c);
-	ingest_compact_schedule(c);
-	return true;
+void ha_conn_set_committed(HaConn *c, HaConnCommitted fn, void *user)
+{
+	c->committed = fn;
+	c->committed_user = user;
 }
 
 /* ---- sessions ------------------------------------------------------------------ */
@@ -641,7 +567,10 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 	    smp_msg_check_size(f->type, f->len) < 0) {
 		ingest_malformed(c, f, "payload size %u out of the type's bounds", f->len);
 	} else {
-		if (!ha_store_begin(c->store, error))
+		/* a PAGE writes no row until the commit (a new inline stack excepted,
+		 * ingest-batch.c): no transaction yet, so that it need not wait for the
+		 * commit in flight (ingest-commit.c) */
+		if (f->type != SMP_PAGE && !ha_store_begin(c->store, error))
 			return false;
 		if (!c->pending_since)
 			c->pending_since = g_get_monotonic_time();
@@ -657,8 +586,14 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 	c->batch_frames++;
 	c->batch_bytes += f->len;
 	if (c->bye || c->batch_frames >= c->lim.batch_frames ||
-	    c->batch_bytes >= c->lim.batch_bytes)
-		return ha_conn_flush(c, error);
+	    c->batch_bytes >= c->lim.batch_bytes) {
+		if (!ingest_commit(c, false, error))
+			return false;
+		/* the batch is full while the last one is still in flight: the frames
+		 * wait in the decoder until it is done (ha_conn_read()) */
+		if (c->flush_due)
+			c->paused = true;
+	}
 	return true;
 }
 
@@ -680,6 +615,11 @@ bool ha_conn_time_probe(HaConn *c)
 HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *ctx,
 			  GError **error)
 {
+	/* frames left in the decoder by a pause first */
+	if (!ha_conn_process(c, error))
+		return HA_READ_FAILED;
+	if (c->paused)
+		return HA_READ_PAUSED;
 	for (unsigned int i = 0; i < max_reads; i++) {
 		uint8_t *space;
 		size_t room = ha_conn_space(c, &space);
@@ -709,13 +649,15 @@ HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *
 		ha_conn_commit(c, (size_t)n);
 		if (!ha_conn_process(c, error))
 			return HA_READ_FAILED;
+		if (c->paused)
+			return HA_READ_PAUSED;
 	}
 	return HA_READ_MORE;
 }
 
 bool ha_conn_process(HaConn *c, GError **error)
 {
-	for (;;) {
+	while (!c->paused) {
 		struct smp_frame f;
 		size_t skipped = 0;
 		int r = smp_decoder_next(c->dec, &f, &skipped);
@@ -757,6 +699,7 @@ bool ha_conn_process(HaConn *c, GError **error)
 			}
 		}
 	}
+	return true;
 }
 
 void ha_conn_close(HaConn *c)

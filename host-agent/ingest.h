@@ -24,6 +24,17 @@
  * and a store failure anywhere (in a pairing callback too) fails the whole batch,
  * which is then neither committed nor acknowledged.
  *
+ * Commits off the connection's thread: once ha_conn_set_committed() is called, a
+ * batch that is full or flushed with ha_conn_flush_start() is compressed, written and
+ * committed (fsync) on a commit thread while the connection reads and applies the
+ * next one; its ACK is queued back on the connection's thread, which is then told
+ * (HaConnCommitted). One commit per connection is in flight at a time: when the next
+ * batch is full before it is done, ha_conn_read() returns HA_READ_PAUSED and the
+ * frames wait in the decoder (and the guest's window) until the commit is done. A
+ * frame that writes rows (every type but PAGE) waits for the commit in flight, on the
+ * connection's thread. Without ha_conn_set_committed() every commit runs on the
+ * caller's thread (the unit tests, the fuzzer).
+ *
  * Main loop: besides the source's read watch and commit timer, a connection adds a
  * low-priority idle source of its own (the thread-default context's) that merges the
  * small chunks it stored (compact.h); ha_conn_close() merges what is left.
@@ -128,13 +139,32 @@ bool ha_conn_process(HaConn *c, GError **error);
  * the guest side closed; HA_READ_FAILED: close the link, @error says why.
  */
 typedef ssize_t (*HaReadFn)(void *ctx, uint8_t *buf, size_t len);
-typedef enum { HA_READ_MORE, HA_READ_DRY, HA_READ_END, HA_READ_FAILED } HaReadResult;
+typedef enum {
+	HA_READ_MORE, HA_READ_DRY, HA_READ_END, HA_READ_FAILED,
+	HA_READ_PAUSED,	/* a commit is due while one is in flight: read again when told */
+} HaReadResult;
 HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *ctx,
 			  GError **error);
 
-/* Commit the current batch and queue its ACK. False with @error on store failure or
- * when the quota is reached (the batch is then rolled back and not acknowledged). */
+/* Commit the current batch and queue its ACK, on this thread (after the commit in
+ * flight, if any). False with @error on store failure or when the quota is reached
+ * (the batch is then rolled back and not acknowledged). */
 bool ha_conn_flush(HaConn *c, GError **error);
+
+/*
+ * Asynchronous commits (see Durability above): @fn runs on the connection's thread
+ * (the thread-default main context of the ha_conn_set_committed() call) after each
+ * commit made off it, with NULL when its ACK is queued (write the output; a paused
+ * connection can be read again), or with the error that failed the batch (close the
+ * connection: nothing more is committed or acknowledged).
+ */
+typedef void (*HaConnCommitted)(HaConn *c, const GError *error, void *user);
+void ha_conn_set_committed(HaConn *c, HaConnCommitted fn, void *user);
+
+/* Start the commit of the current batch (with ha_conn_set_committed(): on a commit
+ * thread, or as soon as the one in flight is done; without it, as ha_conn_flush()).
+ * False with @error when the batch failed already. */
+bool ha_conn_flush_start(HaConn *c, GError **error);
 
 /*
  * Group commit, for a source whose input ran dry: milliseconds until the batch is due

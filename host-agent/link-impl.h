@@ -16,6 +16,8 @@ typedef struct {
 	ssize_t (*read)(HaLink *l, uint8_t *buf, size_t len);
 	ssize_t (*write)(HaLink *l, const uint8_t *buf, size_t len);
 	void (*want_write)(HaLink *l, bool want);
+	/* readable notifications on (the default) or off; NULL: always on */
+	void (*want_read)(HaLink *l, bool want);
 	/* stop notifications, release the fd or stream and free the backend's struct
 	 * (the name excepted) */
 	void (*close)(HaLink *l);
@@ -27,6 +29,7 @@ struct _HaLink {
 	HaLinkFunc fn;
 	void *user;
 	bool want_write;
+	bool no_read;		/* want-read is off */
 };
 
 void ha_link_init(HaLink *l, const HaLinkOps *ops, const char *name);

@@ -85,13 +85,25 @@ static ssize_t st_write(HaLink *l, const uint8_t *buf, size_t len)
 	return n;
 }
 
-static void st_want_write(HaLink *l, bool want)
+static void st_update(HaLink *l)
 {
 	StreamLink *s = (StreamLink *)l;
 
 	if (s->cb)
-		virStreamEventUpdateCallback(s->st, READ_EVENTS |
-					     (want ? VIR_STREAM_EVENT_WRITABLE : 0));
+		virStreamEventUpdateCallback(s->st, (l->no_read ? 0 : READ_EVENTS) |
+					     (l->want_write ? VIR_STREAM_EVENT_WRITABLE : 0));
+}
+
+static void st_want_write(HaLink *l, bool want)
+{
+	(void)want;	/* link.c has set l->want_write */
+	st_update(l);
+}
+
+static void st_want_read(HaLink *l, bool want)
+{
+	(void)want;	/* l->no_read */
+	st_update(l);
 }
 
 static void st_close(HaLink *l)
@@ -110,6 +122,7 @@ static const HaLinkOps stream_ops = {
 	.read = st_read,
 	.write = st_write,
 	.want_write = st_want_write,
+	.want_read = st_want_read,
 	.close = st_close,
 };
 

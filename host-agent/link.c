@@ -49,6 +49,15 @@ void ha_link_want_write(HaLink *l, bool want)
 	l->ops->want_write(l, want);
 }
 
+void ha_link_want_read(HaLink *l, bool want)
+{
+	if (l->no_read == !want)
+		return;
+	l->no_read = !want;
+	if (l->ops->want_read)
+		l->ops->want_read(l, want);
+}
+
 const char *ha_link_name(const HaLink *l)
 {
 	return l->name;
@@ -134,6 +143,18 @@ static void fd_want_write(HaLink *l, bool want)
 	}
 }
 
+static void fd_want_read(HaLink *l, bool want)
+{
+	FdLink *f = (FdLink *)l;
+
+	if (want && !f->in_watch)
+		f->in_watch = g_unix_fd_add(f->fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_fd_in, f);
+	if (!want && f->in_watch) {
+		g_source_remove(f->in_watch);
+		f->in_watch = 0;
+	}
+}
+
 static void fd_close(HaLink *l)
 {
 	FdLink *f = (FdLink *)l;
@@ -151,6 +172,7 @@ static const HaLinkOps fd_ops = {
 	.read = fd_read,
 	.write = fd_write,
 	.want_write = fd_want_write,
+	.want_read = fd_want_read,
 	.close = fd_close,
 };
 

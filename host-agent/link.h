@@ -2,7 +2,7 @@
 /*
  * link.h - one byte-stream connection to a guest's port, whatever carries it.
  *
- * A HaLink is opaque and has four calls: read, write, want-write and close. Where the
+ * A HaLink is opaque and has five calls: read, write, want-write, want-read and close. Where the
  * bytes come from is its backend's business: a unix socket's fd (--socket, --listen,
  * --socket-dir; ha_link_new_fd()) or a libvirt channel's virStream (--domain,
  * --all-domains; ha_link_new_virstream(), link-libvirt.c). The backend tells its
@@ -57,6 +57,10 @@ ssize_t ha_link_write(HaLink *l, const uint8_t *buf, size_t len);
 
 /* Whether the owner wants HA_LINK_WRITABLE notifications (output is waiting). */
 void ha_link_want_write(HaLink *l, bool want);
+
+/* Whether the owner wants HA_LINK_READABLE notifications (on at the start; off while
+ * it cannot take more input, e.g. its batch waits for a commit). */
+void ha_link_want_read(HaLink *l, bool want);
 
 /* The name given at creation (owned by @l). */
 const char *ha_link_name(const HaLink *l);

@@ -14,7 +14,61 @@ struct _HaStore {
 	 * literal, so a lookup hashes a pointer, not the SQL text (the same text at two
 	 * addresses is merely prepared twice) */
 	GHashTable *stmts;
+	/* Lent to a commit thread (ha_store_lend()): @lent is set by the owner's thread
+	 * and cleared under @lock by the borrower, whose thread is @borrower once it
+	 * took the store. Pairs with the acquire in store_wait(). */
+	GMutex lock;
+	GCond returned;
+	gint lent;
+	GThread *borrower;
 };
+
+/*
+ * Every call that touches the connection starts here: while the store is lent to
+ * another thread, wait until it is given back. The fast path, not lent, is one atomic
+ * load (acquire: it pairs with the release of g_mutex_unlock() in ha_store_give_back()
+ * and with g_atomic_int_set() there, so the borrower's writes are seen).
+ */
+static void store_wait(HaStore *s)
+{
+	if (!g_atomic_int_get(&s->lent))
+		return;
+	g_mutex_lock(&s->lock);
+	while (s->lent && s->borrower != g_thread_self())
+		g_cond_wait(&s->returned, &s->lock);
+	g_mutex_unlock(&s->lock);
+}
+
+void ha_store_lend(HaStore *s)
+{
+	g_mutex_lock(&s->lock);
+	g_assert(!s->lent);
+	s->borrower = NULL;
+	g_atomic_int_set(&s->lent, 1);
+	g_mutex_unlock(&s->lock);
+}
+
+void ha_store_borrow(HaStore *s)
+{
+	g_mutex_lock(&s->lock);
+	g_assert(s->lent && !s->borrower);
+	s->borrower = g_thread_self();
+	g_mutex_unlock(&s->lock);
+}
+
+void ha_store_give_back(HaStore *s)
+{
+	g_mutex_lock(&s->lock);
+	s->borrower = NULL;
+	g_atomic_int_set(&s->lent, 0);
+	g_cond_broadcast(&s->returned);
+	g_mutex_unlock(&s->lock);
+}
+
+void ha_store_wait(HaStore *s)
+{
+	store_wait(s);
+}
 
 /* Migration i brings schema version i to i + 1. Append only. */
 static const char *const migrations[] = {
@@ -127,6 +181,7 @@ bool ha_store_exec(HaStore *s, const char *sql, GError **error)
 {
 	char *msg = NULL;
 
+	store_wait(s);
 	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", s->path,
 			    msg ? msg : "sqlite error");
@@ -184,6 +239,8 @@ HaStore *ha_store_open(const char *path, bool readonly, GError **error)
 			     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 
 	s->path = g_strdup(path);
+	g_mutex_init(&s->lock);
+	g_cond_init(&s->returned);
 	s->stmts = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, stmt_free);
 	if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		ha_store_set_error(s, error, "open");
@@ -220,6 +277,7 @@ void ha_store_free(HaStore *s)
 {
 	if (!s)
 		return;
+	store_wait(s);
 	if (s->stmts)
 		g_hash_table_destroy(s->stmts);
 	if (s->db) {
@@ -228,11 +286,14 @@ void ha_store_free(HaStore *s)
 		sqlite3_close(s->db);
 	}
 	g_free(s->path);
+	g_mutex_clear(&s->lock);
+	g_cond_clear(&s->returned);
 	g_free(s);
 }
 
 sqlite3 *ha_store_db(HaStore *s)
 {
+	store_wait(s);
 	return s->db;
 }
 
@@ -254,6 +315,7 @@ static void reset_stmts(HaStore *s)
 
 bool ha_store_begin(HaStore *s, GError **error)
 {
+	store_wait(s);
 	if (s->in_txn)
 		return true;
 	reset_stmts(s);
@@ -265,6 +327,7 @@ bool ha_store_begin(HaStore *s, GError **error)
 
 bool ha_store_commit(HaStore *s, GError **error)
 {
+	store_wait(s);
 	if (!s->in_txn)
 		return true;
 	reset_stmts(s);
@@ -278,6 +341,7 @@ bool ha_store_commit(HaStore *s, GError **error)
 
 void ha_store_rollback(HaStore *s)
 {
+	store_wait(s);
 	reset_stmts(s);
 	if (s->in_txn)
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -286,13 +350,16 @@ void ha_store_rollback(HaStore *s)
 
 bool ha_store_in_txn(HaStore *s)
 {
+	store_wait(s);
 	return s->in_txn;
 }
 
 sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error)
 {
-	sqlite3_stmt *st = g_hash_table_lookup(s->stmts, sql);
+	sqlite3_stmt *st;
 
+	store_wait(s);
+	st = g_hash_table_lookup(s->stmts, sql);
 	if (st) {
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);

@@ -83,6 +83,21 @@ sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error);
 /* Bytes used on disk by the database and its WAL. */
 uint64_t ha_store_disk_bytes(HaStore *s);
 
+/*
+ * A store lent to another thread: the ingest commits a batch on a commit thread
+ * (ingest-commit.c) while its connection's thread goes on reading. The owner's thread
+ * calls ha_store_lend() before it hands the store over; the borrowing thread calls
+ * ha_store_borrow() first and ha_store_give_back() last, touching the store only in
+ * between. Meanwhile every call above (and ha_store_free()) from any other thread
+ * waits until the store is given back, so the connection is never used by two
+ * threads at once and the owner sees everything the borrower did. ha_store_wait()
+ * waits for that alone.
+ */
+void ha_store_lend(HaStore *s);
+void ha_store_borrow(HaStore *s);
+void ha_store_give_back(HaStore *s);
+void ha_store_wait(HaStore *s);
+
 /* Set @error from the connection's last error, prefixed with @what. */
 void ha_store_set_error(HaStore *s, GError **error, const char *what);
 

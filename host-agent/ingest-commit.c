@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ingest-commit.c - the commit of a batch (see ingest-int.h and ingest.h).
+ *
+ * A commit has three steps, each on its own thread:
+ *
+ *   take     (the connection's thread) the batch leaves the connection: its IngestBatch,
+ *            the stream's counters and the pairing state as of its last frame, the
+ *            clock samples, and the sequence number its ACK will carry, all in one
+ *            IngestFlight; the connection goes on with its other IngestBatch
+ *   write    (a commit thread, or the same thread for a synchronous commit) the
+ *            chunks (zstd), the stack counts, the stream's and the boot's rows, the
+ *            quota check, COMMIT with its fsync (store.h); on any failure ROLLBACK
+ *   finish   (the connection's thread) the ACK queued after a successful write, or the
+ *            connection failed: nothing of the batch, nor anything later, acknowledged
+ *
+ * While a flight is written its store is lent to the commit thread (ha_store_lend(),
+ * store.h). The connection's thread does not touch it meanwhile, except to apply a
+ * frame that writes rows, which then waits for the write to finish.
+ *
+ * Crash safety is the store's: the batch's rows, its chunks and the stream's next
+ * sequence number commit in one transaction, and the ACK follows it. A crash at any
+ * instant leaves either the whole batch stored (not acknowledged yet: the guest
+ * resends it and the duplicates are dropped by sequence number) or none of it.
+ */
+#include "ingest-int.h"
+
+#include <gio/gio.h>
+#include <inttypes.h>
+
+struct _IngestFlight {
+	HaConn *c;
+	IngestBatch *batch;
+	HaStreamDelta delta;
+	GBytes *pairs;
+	GArray *clock;		/* HaClockSample */
+	uint64_t from;		/* the first frame not acknowledged yet */
+	uint64_t upto;		/* the ACK once durable */
+	uint64_t orphans;	/* added to HaConn.orphans_saved once durable */
+	/* the result, written by the write step */
+	bool ok;
+	GError *error;
+	int64_t first_chunk;
+	bool small_chunk;
+	/* async: attached by the commit thread to the connection's context when done */
+	GSource *done;
+	GMainContext *ctx;
+};
+
+/* Commit threads of every connection: a commit is mostly waiting for its fsync, so a
+ * few more than the cores, each connection with at most one commit in flight. */
+static GThreadPool *pool;
+
+static IngestFlight *take(HaConn *c)
+{
+	IngestFlight *f = g_new0(IngestFlight, 1);
+	guint n;
+	const HaClockSample *cs = ha_clock_probe_samples(c->clk, &n);
+	uint64_t orphans = ha_pair_orphans(c->pair) - c->orphans_saved;
+
+	f->c = c;
+	f->batch = c->fill;
+	c->fill = c->spare ? c->spare : ingest_batch_new();
+	c->spare = NULL;
+	/* the new fill batch has this session's CPUs too */
+	if (c->fill->nr_cpus != f->batch->nr_cpus) {
+		g_free(c->fill->by_cpu);
+		c->fill->by_cpu = g_new0(CpuBatch *, f->batch->nr_cpus);
+		c->fill->nr_cpus = f->batch->nr_cpus;
+	}
+	f->delta = (HaStreamDelta){
+		.next_seq = c->expected,
+		.gap_frames = c->d_gap,
+		.dup_frames = c->d_dup,
+		.malformed = c->d_malformed,
+		.bad_pages = c->d_bad_pages,
+		.orphan_stacks = orphans,
+		.cur_epoch = c->cur_epoch,
+		.missed_events = c->d_missed,
+		.missed_uncounted = c->d_missed_uncounted,
+	};
+	f->orphans = orphans;
+	f->pairs = ha_pair_save(c->pair);
+	f->clock = g_array_new(FALSE, FALSE, sizeof(HaClockSample));
+	g_array_append_vals(f->clock, cs, n);
+	ha_clock_probe_samples_done(c->clk);
+	f->upto = c->expected - 1;
+	f->from = c->acked + 1;
+	/* what follows belongs to the next batch */
+	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
+	c->d_missed = c->d_missed_uncounted = 0;
+	c->pending_since = 0;
+	c->batch_bytes = 0;
+	c->batch_frames = 0;
+	return f;
+}
+
+/* The write step, on whichever thread holds the store. */
+static bool write_flight(IngestFlight *f, GError **error)
+{
+	HaConn *c = f->c;
+	uint64_t used = 0;
+
+	if (!ha_store_begin(c->store, error) ||
+	    !ingest_batch_write(c, f->batch, &f->first_chunk, &f->small_chunk, error) ||
+	    !ha_store_stream_update(c->store, c->stream, &f->delta, error) ||
+	    !ha_store_boot_update(c->store, c->boot, g_get_real_time(), f->pairs, error))
+		return false;
+	for (guint i = 0; i < f->clock->len; i++)
+		if (!ha_store_put_clock_sample(c->store, c->boot,
+					       &g_array_index(f->clock, HaClockSample, i),
+					       error))
+			return false;
+	if (c->lim.quota_bytes && !ha_store_used_bytes(c->store, &used, error))
+		return false;
+	if (c->lim.quota_bytes && used > c->lim.quota_bytes) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+			    "disk quota of domain %s reached: the store would grow to %" PRIu64
+			    " bytes, above the quota of %" PRIu64 " bytes; frames from seq %"
+			    PRIu64 " are not stored or acknowledged",
+			    c->domain, used, c->lim.quota_bytes, f->from);
+		return false;
+	}
+	return ha_store_commit(c->store, error);
+}
+
+static void write_step(IngestFlight *f)
+{
+	f->ok = write_flight(f, &f->error);
+	if (!f->ok)
+		ha_store_rollback(f->c->store);
+}
+
+static void on_pool(gpointer data, gpointer unused)
+{
+	IngestFlight *f = data;
+	HaStore *s = f->c->store;
+
+	(void)unused;
+	ha_store_borrow(s);
+	write_step(f);
+	/* Attached before the store is given back: whoever waits for the store may
+	 * then destroy it (finish()). Nothing of @f is touched after the give-back. */
+	g_source_attach(f->done, f->ctx);
+	ha_store_give_back(s);
+}
+
+static void flight_free(IngestFlight *f)
+{
+	if (f->done) {
+		g_source_destroy(f->done);
+		g_source_unref(f->done);
+	}
+	if (f->ctx)
+		g_main_context_unref(f->ctx);
+	g_clear_pointer(&f->pairs, g_bytes_unref);
+	g_array_unref(f->clock);
+	g_clear_error(&f->error);
+	g_free(f);
+}
+
+/* The finish step of a flight whose write is done. */
+static bool finish(HaConn *c, IngestFlight *f, GError **error)
+{
+	bool ok = f->ok;
+
+	if (c->flight == f)
+		c->flight = NULL;
+	ingest_batch_empty(f->batch);
+	if (c->spare)
+		ingest_batch_free(f->batch);
+	else
+		c->spare = f->batch;
+	if (!ok) {
+		c->failed = true;	/* never commit what follows a failed batch */
+		g_propagate_error(error, g_steal_pointer(&f->error));
+		flight_free(f);
+		return false;
+	}
+	c->st.commits++;
+	c->orphans_saved += f->orphans;
+	if (f->first_chunk && !c->compact_from)
+		c->compact_from = f->first_chunk;
+	c->compact_small |= f->small_chunk;
+	ingest_queue_ack(c, f->upto);
+	ingest_compact_schedule(c);
+	flight_free(f);
+	return true;
+}
+
+bool ingest_commit_wait(HaConn *c, GError **error)
+{
+	if (!c->flight)
+		return true;
+	ha_store_wait(c->store);
+	return finish(c, c->flight, error);
+}
+
+static gboolean on_done(gpointer user)
+{
+	HaConn *c = user;
+	g_autoptr(GError) e = NULL;
+	bool ok = ingest_commit_wait(c, &e);
+
+	/* the next batch filled up meanwhile (or the input ran dry): commit it now */
+	if (ok && c->flush_due) {
+		c->flush_due = false;
+		c->paused = false;
+		ok = ingest_commit(c, false, &e);
+	}
+	if (c->committed)
+		c->committed(c, ok ? NULL : e, c->committed_user);
+	return G_SOURCE_REMOVE;
+}
+
+bool ingest_commit(HaConn *c, bool sync, GError **error)
+{
+	IngestFlight *f;
+	guint n;
+
+	if (!c->hello)
+		return true;
+	if (!sync && c->flight) {
+		c->flush_due = true;
+		return true;
+	}
+	if (!ingest_commit_wait(c, error))
+		return false;
+	/* a commit due after the one in flight is this one */
+	c->flush_due = false;
+	c->paused = false;
+	if (c->failed) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "an earlier batch failed");
+		return false;
+	}
+	/* Any failure from here fails the batch; its frames were not acknowledged and
+	 * the guest resends them on its next connection. */
+	if (!ingest_take_store_error(c, error))
+		return false;
+	ha_clock_probe_samples(c->clk, &n);
+	if (!c->pending_since && !n && !ha_store_in_txn(c->store)) {
+		/* nothing to store: only duplicates or malformed frames since the last
+		 * commit, which want their ACK again */
+		ingest_queue_ack(c, c->expected - 1);
+		return true;
+	}
+	f = take(c);
+	if (sync || !c->committed) {
+		write_step(f);
+		return finish(c, f, error);
+	}
+	if (!pool) {
+		int n_threads = (int)CLAMP(2 * g_get_num_processors(), 4, 32);
+
+		pool = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
+	}
+	f->ctx = g_main_context_ref_thread_default();
+	f->done = g_idle_source_new();
+	g_source_set_priority(f->done, G_PRIORITY_DEFAULT);
+	g_source_set_callback(f->done, on_done, c, NULL);
+	g_source_set_static_name(f->done, "host-agent commit done");
+	c->flight = f;
+	ha_store_lend(c->store);
+	g_thread_pool_push(pool, f, NULL);
+	return true;
+}
