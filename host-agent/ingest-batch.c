@@ -382,7 +382,13 @@ static gboolean on_compact_idle(gpointer user)
 	g_autoptr(GError) e = NULL;
 	int r;
 
-	if (c->flight || ha_store_in_txn(c->store))
+	if (c->committed) {
+		/* a commit thread merges, as it commits (ingest-commit.c); when it
+		 * cannot now, the next commit schedules us again */
+		if (!ingest_compact_start(c))
+			c->compact_small = true;
+		r = 0;
+	} else if (ha_store_in_txn(c->store))
 		r = 0;	/* a batch is open: the next commit schedules us again */
 	else
 		r = ha_compact_step(c->store, c->boot, c->compact_from, false,

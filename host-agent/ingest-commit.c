@@ -28,8 +28,13 @@
 #include <gio/gio.h>
 #include <inttypes.h>
 
+#include "compact.h"
+
 struct _IngestFlight {
 	HaConn *c;
+	/* a merge of small chunks (compact.h) rather than a batch: its result */
+	bool compact;
+	int compact_r;
 	IngestBatch *batch;
 	HaStreamDelta delta;
 	GBytes *pairs;
@@ -126,6 +131,12 @@ static bool write_flight(IngestFlight *f, GError **error)
 
 static void write_step(IngestFlight *f)
 {
+	if (f->compact) {
+		f->compact_r = ha_compact_step(f->c->store, f->c->boot, f->c->compact_from,
+					       false, f->c->lim.zstd_level, &f->error);
+		f->ok = true;	/* a failed merge changed nothing: not the batch's failure */
+		return;
+	}
 	f->ok = write_flight(f, &f->error);
 	if (!f->ok)
 		ha_store_rollback(f->c->store);
@@ -154,7 +165,8 @@ static void flight_free(IngestFlight *f)
 	if (f->ctx)
 		g_main_context_unref(f->ctx);
 	g_clear_pointer(&f->pairs, g_bytes_unref);
-	g_array_unref(f->clock);
+	if (f->clock)
+		g_array_unref(f->clock);
 	g_clear_error(&f->error);
 	g_free(f);
 }
@@ -166,6 +178,19 @@ static bool finish(HaConn *c, IngestFlight *f, GError **error)
 
 	if (c->flight == f)
 		c->flight = NULL;
+	c->paused = false;	/* what waited for this commit can go on */
+	if (f->compact) {
+		if (f->compact_r < 0) {
+			g_warning("%s: boot %s: merging small chunks: %s (left as they are)",
+				  c->domain, c->boot_str, f->error->message);
+			c->compact_off = true;
+		}
+		if (f->compact_r == 1)
+			c->compact_small = true;	/* more to merge: scheduled again */
+		ingest_compact_schedule(c);
+		flight_free(f);
+		return true;
+	}
 	ingest_batch_empty(f->batch);
 	if (c->spare)
 		ingest_batch_free(f->batch);
@@ -213,6 +238,24 @@ static gboolean on_done(gpointer user)
 	return G_SOURCE_REMOVE;
 }
 
+/* The write step on a commit thread; finish() from on_done() on our thread. */
+static void launch(HaConn *c, IngestFlight *f)
+{
+	if (!pool) {
+		int n_threads = (int)CLAMP(2 * g_get_num_processors(), 4, 32);
+
+		pool = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
+	}
+	f->ctx = g_main_context_ref_thread_default();
+	f->done = g_idle_source_new();
+	g_source_set_priority(f->done, G_PRIORITY_DEFAULT);
+	g_source_set_callback(f->done, on_done, c, NULL);
+	g_source_set_static_name(f->done, "host-agent commit done");
+	c->flight = f;
+	ha_store_lend(c->store);
+	g_thread_pool_push(pool, f, NULL);
+}
+
 bool ingest_commit(HaConn *c, bool sync, GError **error)
 {
 	IngestFlight *f;
@@ -249,18 +292,20 @@ bool ingest_commit(HaConn *c, bool sync, GError **error)
 		write_step(f);
 		return finish(c, f, error);
 	}
-	if (!pool) {
-		int n_threads = (int)CLAMP(2 * g_get_num_processors(), 4, 32);
+	launch(c, f);
+	return true;
+}
 
-		pool = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
-	}
-	f->ctx = g_main_context_ref_thread_default();
-	f->done = g_idle_source_new();
-	g_source_set_priority(f->done, G_PRIORITY_DEFAULT);
-	g_source_set_callback(f->done, on_done, c, NULL);
-	g_source_set_static_name(f->done, "host-agent commit done");
-	c->flight = f;
-	ha_store_lend(c->store);
-	g_thread_pool_push(pool, f, NULL);
+bool ingest_compact_start(HaConn *c)
+{
+	IngestFlight *f;
+
+	if (!c->committed || c->flight || !c->hello || c->failed ||
+	    ha_store_in_txn(c->store))
+		return false;
+	f = g_new0(IngestFlight, 1);
+	f->c = c;
+	f->compact = true;
+	launch(c, f);
 	return true;
 }

@@ -183,7 +183,11 @@ struct _HaConn {
 	/* commit (ingest-commit.c) */
 	IngestFlight *flight;	/* the batch being committed on a commit thread */
 	bool flush_due;		/* a commit is due once the one in flight is done */
-	bool paused;		/* frames wait in the decoder until then (the batch is full) */
+	bool paused;		/* frames wait in the decoder until then: the batch is full,
+				 * or the next frame needs the store (held) */
+	bool has_held;
+	struct smp_frame held;	/* its payload: held_payload (g_free) */
+	uint8_t *held_payload;
 	HaConnCommitted committed;	/* async commits: told on our thread */
 	void *committed_user;
 
@@ -230,6 +234,10 @@ bool ingest_commit(HaConn *c, bool sync, GError **error);
 /* The commit in flight, if any, finished here: its ACK queued or c->failed set (the
  * error in @error). Waits for it. True when there was none or it succeeded. */
 bool ingest_commit_wait(HaConn *c, GError **error);
+
+/* One merge of small chunks (compact.h) on a commit thread, as a flight of its own;
+ * false when it cannot start now (sync commits, a flight or a batch open). */
+bool ingest_compact_start(HaConn *c);
 
 /* ---- ingest-batch.c ------------------------------------------------------------ */
 

@@ -68,6 +68,7 @@ void ha_conn_free(HaConn *c)
 	g_byte_array_unref(c->out);
 	g_array_unref(c->out_lens);
 	g_clear_error(&c->cb_error);
+	g_free(c->held_payload);
 	g_free(c->domain);
 	g_free(c->peer);
 	g_free(c);
@@ -655,16 +656,55 @@ HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *
 	return HA_READ_MORE;
 }
 
+/*
+ * Whether @f would touch the store now while a commit is in flight (ingest-commit.c):
+ * every frame that writes rows (or ends a session), and a PAGE after a gap. Such a
+ * frame is held until the commit is done rather than wait for it on our thread (and
+ * stall every other connection of the main loop). A PAGE whose inline stack is new
+ * still waits, in the pairing callback (ingest-batch.c).
+ */
+static bool needs_store(const HaConn *c, const struct smp_frame *f)
+{
+	if (f->type == SMP_HELLO)
+		return true;	/* the session ends: its last batch is committed */
+	if (f->seq == 0)
+		return false;	/* TIME_REPLY and unknown unsequenced types */
+	return f->type != SMP_PAGE || f->seq != c->expected;
+}
+
+/* Keep @f (its payload copied: the decoder's buffer moves) for after the commit. */
+static void hold(HaConn *c, const struct smp_frame *f)
+{
+	c->held = *f;
+	c->held_payload = g_memdup2(f->payload, f->len);
+	c->held.payload = c->held_payload;
+	c->has_held = true;
+	c->paused = true;
+}
+
 bool ha_conn_process(HaConn *c, GError **error)
 {
 	while (!c->paused) {
 		struct smp_frame f;
 		size_t skipped = 0;
-		int r = smp_decoder_next(c->dec, &f, &skipped);
+		g_autofree uint8_t *held = NULL;	/* f's payload until the next frame */
+		int r;
 
+		if (c->has_held) {
+			held = g_steal_pointer(&c->held_payload);
+			f = c->held;
+			c->has_held = false;
+			r = 1;
+		} else {
+			r = smp_decoder_next(c->dec, &f, &skipped);
+		}
 		if (r == 0)
 			return true;
 		if (r == 1) {
+			if (c->flight && needs_store(c, &f)) {
+				hold(c, &f);
+				return true;
+			}
 			if (!on_frame(c, &f, error))
 				return false;
 			if (c->st.malformed > c->lim.max_malformed) {
