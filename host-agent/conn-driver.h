@@ -12,8 +12,13 @@
  *                on from an idle callback (the readable notification may not come
  *                again for bytes already taken, and a guest waiting for its ACK sends
  *                nothing more)
- *   input dry    the batch is committed now, or by the commit timer when its oldest
- *                frame is HA_COMMIT_DELAY_US old (ha_conn_commit_due_ms())
+ *   input dry    the batch's commit starts now, or by the commit timer when its
+ *                oldest frame is HA_COMMIT_DELAY_US old (ha_conn_commit_due_ms()); it
+ *                runs on a commit thread (ingest.h), and its ACK is written when it is
+ *                done (HaConnCommitted)
+ *   paused       a batch full (or a frame that needs the store) while the last commit
+ *                is still in flight: no reads (ha_link_want_read()) until it is done,
+ *                so one slow store stalls its own guest only
  *   output       WELCOME, ACKs and clock probes are written at once; what the link
  *                does not take now waits for its writable notification (want-write),
  *                never for the next input
