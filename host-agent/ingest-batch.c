@@ -89,6 +89,8 @@ IngestBatch *ingest_batch_new(void)
 	IngestBatch *b = g_new0(IngestBatch, 1);
 
 	b->cpus = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cpu_batch_free);
+	b->pend = g_hash_table_new(fullstack_hash, fullstack_equal);
+	b->pend_list = g_ptr_array_new_with_free_func(g_free);
 	return b;
 }
 
@@ -97,6 +99,8 @@ void ingest_batch_free(IngestBatch *b)
 	if (!b)
 		return;
 	g_hash_table_destroy(b->cpus);
+	g_hash_table_destroy(b->pend);
+	g_ptr_array_unref(b->pend_list);
 	g_free(b->by_cpu);
 	g_free(b->pages);
 	g_free(b);
@@ -111,11 +115,15 @@ void ingest_batch_empty(IngestBatch *b)
 	while (g_hash_table_iter_next(&it, NULL, &v))
 		cpu_batch_reset(v);
 	b->pages_len = 0;
+	g_hash_table_remove_all(b->pend);
+	g_ptr_array_set_size(b->pend_list, 0);
+	b->pend_bytes = 0;
 }
 
 /* Forget every CPU (a session ends); the next session may have other CPUs. */
 static void batch_drop(IngestBatch *b)
 {
+	ingest_batch_empty(b);
 	g_hash_table_remove_all(b->cpus);
 	g_clear_pointer(&b->by_cpu, g_free);
 	b->nr_cpus = 0;
@@ -258,33 +266,90 @@ static void hist_add(CpuBatch *b, uint64_t key, uint64_t ts)
 	b->ts_max = MAX(b->ts_max, ts);
 }
 
-/* The id of an inline stack, inserted on first sight. -1 with @error on store failure.
- * A stack seen before costs a hash of its ips and one lookup: nothing is allocated. */
-static int64_t fullstack_id(HaConn *c, const uint64_t *ips, uint32_t nr, GError **error)
+/* A copy of @k's stack as a table entry, with @id (g_free()). */
+static FullStackEnt *fullstack_ent(const FullStackKey *k, int64_t id)
 {
-	FullStackKey k = { .hash = fullstack_hash_ips(ips, nr), .nr = nr, .ips = ips };
-	const FullStackEnt *cached = g_hash_table_lookup(c->fullstacks, &k);
-	FullStackEnt *ent;
-	int64_t id;
+	FullStackEnt *ent = g_malloc(sizeof(*ent) + (size_t)k->nr * 8);
 
-	if (cached)
-		return cached->id;
-	/* PAGE frames open no transaction (ingest-session.c): a new stack does */
-	if (!ha_store_begin(c->store, error) ||
-	    !ha_store_fullstack_id(c->store, c->boot, ips, nr, &id, error))
-		return -1;
-	if (c->fullstacks_bytes + (size_t)nr * 8 > ingest_session_limits.fullstack_cache_bytes) {
+	if (k->nr)
+		memcpy(ent->ips, k->ips, (size_t)k->nr * 8);
+	ent->key = (FullStackKey){ .hash = k->hash, .nr = k->nr, .ips = ent->ips };
+	ent->id = id;
+	return ent;
+}
+
+/* Cache @id for @k, unless it is there already. */
+static void fullstack_cache(HaConn *c, const FullStackKey *k, int64_t id)
+{
+	if (g_hash_table_contains(c->fullstacks, k))
+		return;
+	if (c->fullstacks_bytes + (size_t)k->nr * 8 > ingest_session_limits.fullstack_cache_bytes) {
 		g_hash_table_remove_all(c->fullstacks);
 		c->fullstacks_bytes = 0;
 	}
-	c->fullstacks_bytes += sizeof(*ent) + (size_t)nr * 8 + 32;
-	ent = g_malloc(sizeof(*ent) + (size_t)nr * 8);
-	if (nr)
-		memcpy(ent->ips, ips, (size_t)nr * 8);
-	ent->key = (FullStackKey){ .hash = k.hash, .nr = nr, .ips = ent->ips };
-	ent->id = id;
-	g_hash_table_add(c->fullstacks, &ent->key);
-	return id;
+	c->fullstacks_bytes += sizeof(FullStackEnt) + (size_t)k->nr * 8 + 32;
+	g_hash_table_add(c->fullstacks, &fullstack_ent(k, id)->key);
+}
+
+/*
+ * The stack key (hist.h) of an inline stack, its fullstacks row inserted on first
+ * sight; 0 with @error on store failure. A stack seen before costs a hash of its ips
+ * and one lookup: nothing is allocated. A stack new to the connection while a commit
+ * is in flight (the store lent to it) gets a provisional key in the batch, resolved by
+ * the batch's own commit (ingest_batch_resolve()), so the main loop never waits for
+ * the commit here, unless the batch holds fullstack_cache_bytes of such stacks.
+ */
+static uint64_t fullstack_key(HaConn *c, const uint64_t *ips, uint32_t nr, GError **error)
+{
+	FullStackKey k = { .hash = fullstack_hash_ips(ips, nr), .nr = nr, .ips = ips };
+	const FullStackEnt *cached = g_hash_table_lookup(c->fullstacks, &k);
+	IngestBatch *f = c->fill;
+	int64_t id;
+
+	if (cached)
+		return 2 * (uint64_t)cached->id + 1;
+	if (c->flight) {
+		const FullStackEnt *pend = g_hash_table_lookup(f->pend, &k);
+		size_t size = sizeof(FullStackEnt) + (size_t)nr * 8 + 32;
+
+		if (pend)
+			return INGEST_PROV_KEY | (uint64_t)pend->id;
+		if (f->pend_bytes + size <= ingest_session_limits.fullstack_cache_bytes) {
+			FullStackEnt *ent = fullstack_ent(&k, f->pend_list->len);
+
+			g_ptr_array_add(f->pend_list, ent);
+			g_hash_table_add(f->pend, &ent->key);
+			f->pend_bytes += size;
+			return INGEST_PROV_KEY | (uint64_t)ent->id;
+		}
+	}
+	/* PAGE frames open no transaction (ingest-session.c): a new stack does */
+	if (!ha_store_begin(c->store, error) ||
+	    !ha_store_fullstack_id(c->store, c->boot, ips, nr, &id, error))
+		return 0;
+	fullstack_cache(c, &k, id);
+	return 2 * (uint64_t)id + 1;
+}
+
+bool ingest_batch_resolve(HaConn *c, IngestBatch *b, GError **error)
+{
+	for (guint i = 0; i < b->pend_list->len; i++) {
+		FullStackEnt *ent = g_ptr_array_index(b->pend_list, i);
+
+		if (!ha_store_fullstack_id(c->store, c->boot, ent->ips, ent->key.nr, &ent->id,
+					   error))
+			return false;
+	}
+	return true;
+}
+
+void ingest_batch_cache_resolved(HaConn *c, IngestBatch *b)
+{
+	for (guint i = 0; i < b->pend_list->len; i++) {
+		const FullStackEnt *ent = g_ptr_array_index(b->pend_list, i);
+
+		fullstack_cache(c, &ent->key, ent->id);
+	}
 }
 
 void ingest_batch_on_paired(const HaPaired *p, void *user)
@@ -305,14 +370,11 @@ void ingest_batch_on_paired(const HaPaired *p, void *user)
 			gen = ((uint64_t)reach - tag) >> SMP_ID_TAG_BITS;
 		key = 2 * ((gen << 31) | p->stack_id) + 2;
 	} else if (p->stack == HA_STACK_FULL) {
-		int64_t id;
-
 		if (c->cb_error)
 			return;	/* the batch fails: nothing of it is counted */
-		id = fullstack_id(c, p->ips, p->nr_ips, &c->cb_error);
-		if (id < 0)
+		key = fullstack_key(c, p->ips, p->nr_ips, &c->cb_error);
+		if (!key)
 			return;
-		key = 2 * (uint64_t)id + 1;
 	}
 	hist_add(b, key, p->ts);
 	c->st.events++;
@@ -343,8 +405,22 @@ static bool write_cpu(HaConn *c, IngestBatch *batch, uint32_t cpu, CpuBatch *b,
 		return false;
 	for (guint i = 0; i < b->hist_used->len; i++) {
 		const HistSlot *e = &b->hist[g_array_index(b->hist_used, uint32_t, i)];
+		uint64_t key = e->key;
 
-		if (!ha_store_add_count(c->store, c->boot, e->key, e->count, e->ts_min,
+		if (key & INGEST_PROV_KEY) {
+			uint64_t idx = key & ~INGEST_PROV_KEY;
+			const FullStackEnt *ent;
+
+			if (idx >= batch->pend_list->len) {
+				g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+					    "provisional stack %" G_GUINT64_FORMAT " of %u", idx,
+					    batch->pend_list->len);
+				return false;
+			}
+			ent = g_ptr_array_index(batch->pend_list, (guint)idx);
+			key = 2 * (uint64_t)ent->id + 1;	/* resolved before */
+		}
+		if (!ha_store_add_count(c->store, c->boot, key, e->count, e->ts_min,
 					e->ts_max, error))
 			return false;
 	}

@@ -107,6 +107,7 @@ static bool write_flight(IngestFlight *f, GError **error)
 	uint64_t used = 0;
 
 	if (!ha_store_begin(c->store, error) ||
+	    !ingest_batch_resolve(c, f->batch, error) ||
 	    !ingest_batch_write(c, f->batch, &f->first_chunk, &f->small_chunk, error) ||
 	    !ha_store_stream_update(c->store, c->stream, &f->delta, error) ||
 	    !ha_store_boot_update(c->store, c->boot, g_get_real_time(), f->pairs, error))
@@ -171,6 +172,16 @@ static void flight_free(IngestFlight *f)
 	g_free(f);
 }
 
+/* A batch written: emptied, it is the connection's spare one. */
+static void spare(HaConn *c, IngestBatch *b)
+{
+	ingest_batch_empty(b);
+	if (c->spare)
+		ingest_batch_free(b);
+	else
+		c->spare = b;
+}
+
 /* The finish step of a flight whose write is done. */
 static bool finish(HaConn *c, IngestFlight *f, GError **error)
 {
@@ -191,22 +202,20 @@ static bool finish(HaConn *c, IngestFlight *f, GError **error)
 		flight_free(f);
 		return true;
 	}
-	ingest_batch_empty(f->batch);
-	if (c->spare)
-		ingest_batch_free(f->batch);
-	else
-		c->spare = f->batch;
 	if (!ok) {
 		c->failed = true;	/* never commit what follows a failed batch */
 		g_propagate_error(error, g_steal_pointer(&f->error));
+		spare(c, f->batch);
 		flight_free(f);
 		return false;
 	}
 	c->st.commits++;
+	ingest_batch_cache_resolved(c, f->batch);
 	c->orphans_saved += f->orphans;
 	if (f->first_chunk && !c->compact_from)
 		c->compact_from = f->first_chunk;
 	c->compact_small |= f->small_chunk;
+	spare(c, f->batch);
 	ingest_queue_ack(c, f->upto);
 	ingest_compact_schedule(c);
 	flight_free(f);

@@ -104,7 +104,16 @@ typedef struct {
 	uint32_t nr_cpus;
 	uint8_t *pages;		/* the batch's pages of every CPU, in arrival order */
 	size_t pages_len, pages_cap;	/* cap <= batch_bytes + max_payload */
+	/* Inline stacks new to the connection, met while a commit was in flight (the
+	 * store is lent): counted under a provisional key (INGEST_PROV_KEY | index in
+	 * pend_list) and given their fullstacks ids by this batch's own commit. */
+	GHashTable *pend;	/* FullStackKey -> its entry in pend_list */
+	GPtrArray *pend_list;	/* FullStackEnt (ingest-batch.c); id: the index, then
+				 * the fullstacks id once resolved */
+	size_t pend_bytes;	/* bounded by fullstack_cache_bytes */
 } IngestBatch;
+
+#define INGEST_PROV_KEY		(UINT64_C(1) << 63)
 
 typedef struct _IngestFlight IngestFlight;
 
@@ -245,6 +254,10 @@ IngestBatch *ingest_batch_new(void);
 void ingest_batch_free(IngestBatch *b);
 /* Empty every CPU's batch after a commit, keeping their memory for the next one. */
 void ingest_batch_empty(IngestBatch *b);
+/* The fullstacks ids of @b's provisional stacks (inserted as needed), on any thread. */
+bool ingest_batch_resolve(HaConn *c, IngestBatch *b, GError **error);
+/* Those ids into the connection's full-stack cache (its thread, after the commit). */
+void ingest_batch_cache_resolved(HaConn *c, IngestBatch *b);
 /* Every CPU's chunk and stack counts of @b into the open transaction, on any thread
  * (see Threads above); *@ret_first_chunk the first chunk id stored (0: none),
  * *@ret_small whether a chunk was small (compaction due). */
