@@ -31,9 +31,10 @@
  * (HaConnCommitted). One commit per connection is in flight at a time: when the next
  * batch is full before it is done, ha_conn_read() returns HA_READ_PAUSED and the
  * frames wait in the decoder (and the guest's window) until the commit is done. A
- * frame that writes rows (every type but PAGE) waits for the commit in flight, on the
- * connection's thread. Without ha_conn_set_committed() every commit runs on the
- * caller's thread (the unit tests, the fuzzer).
+ * frame that writes rows (every type but PAGE, or a HELLO) while a commit is in flight
+ * pauses the connection the same way, held until it is done. Without
+ * ha_conn_set_committed() every commit runs on the caller's thread (the unit tests,
+ * the fuzzer).
  *
  * Main loop: besides the source's read watch and commit timer, a connection adds a
  * low-priority idle source of its own (the thread-default context's) that merges the
