@@ -84,6 +84,16 @@ static void cpu_batch_reset(CpuBatch *b)
 	b->traced = 0;
 }
 
+static CpuBatch *cpu_batch_new(void)
+{
+	CpuBatch *b = g_new0(CpuBatch, 1);
+
+	b->spans = g_array_new(FALSE, FALSE, sizeof(HaChunkSpan));
+	b->hist_used = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+	cpu_batch_reset(b);
+	return b;
+}
+
 IngestBatch *ingest_batch_new(void)
 {
 	IngestBatch *b = g_new0(IngestBatch, 1);
@@ -99,6 +109,8 @@ void ingest_batch_free(IngestBatch *b)
 	if (!b)
 		return;
 	g_hash_table_destroy(b->cpus);
+	if (b->merged)
+		cpu_batch_free(b->merged);
 	g_hash_table_destroy(b->pend);
 	g_ptr_array_unref(b->pend_list);
 	g_free(b->by_cpu);
@@ -118,6 +130,8 @@ void ingest_batch_empty(IngestBatch *b)
 	g_hash_table_remove_all(b->pend);
 	g_ptr_array_set_size(b->pend_list, 0);
 	b->pend_bytes = 0;
+	if (b->merged)
+		cpu_batch_reset(b->merged);
 }
 
 /* Forget every CPU (a session ends); the next session may have other CPUs. */
@@ -173,10 +187,7 @@ CpuBatch *ingest_batch_get(HaConn *c, uint32_t cpu)
 		return b;
 	b = g_hash_table_lookup(f->cpus, GUINT_TO_POINTER(cpu));
 	if (!b) {
-		b = g_new0(CpuBatch, 1);
-		b->spans = g_array_new(FALSE, FALSE, sizeof(HaChunkSpan));
-		b->hist_used = g_array_new(FALSE, FALSE, sizeof(uint32_t));
-		cpu_batch_reset(b);
+		b = cpu_batch_new();
 		g_hash_table_insert(f->cpus, GUINT_TO_POINTER(cpu), b);
 	}
 	if (cpu < f->nr_cpus && f->by_cpu)
@@ -241,7 +252,8 @@ static void hist_grow(CpuBatch *b)
 
 /* Count one event of @key at @ts: a hash and a probe or two, nothing allocated once
  * the table has grown to the batch's number of distinct stacks. */
-static void hist_add(CpuBatch *b, uint64_t key, uint64_t ts)
+/* The slot of @key, new ones starting with count 0 and the time range given. */
+static HistSlot *hist_slot(CpuBatch *b, uint64_t key, uint64_t ts_min, uint64_t ts_max)
 {
 	HistSlot *e;
 	uint32_t i;
@@ -251,13 +263,19 @@ static void hist_add(CpuBatch *b, uint64_t key, uint64_t ts)
 	for (i = hist_hash(key) & (b->hist_cap - 1);; i = (i + 1) & (b->hist_cap - 1)) {
 		e = &b->hist[i];
 		if (!e->count) {
-			*e = (HistSlot){ .key = key, .ts_min = ts, .ts_max = ts };
+			*e = (HistSlot){ .key = key, .ts_min = ts_min, .ts_max = ts_max };
 			g_array_append_val(b->hist_used, i);
-			break;
+			return e;
 		}
 		if (e->key == key)
-			break;
+			return e;
 	}
+}
+
+static void hist_add(CpuBatch *b, uint64_t key, uint64_t ts)
+{
+	HistSlot *e = hist_slot(b, key, ts, ts);
+
 	e->count++;
 	e->ts_min = MIN(e->ts_min, ts);
 	e->ts_max = MAX(e->ts_max, ts);
@@ -403,9 +421,11 @@ static bool write_cpu(HaConn *c, IngestBatch *batch, uint32_t cpu, CpuBatch *b,
 				     error);
 	if (!ch.data)
 		return false;
+	/* each CPU's counts into one table: one row update per stack and batch */
 	for (guint i = 0; i < b->hist_used->len; i++) {
 		const HistSlot *e = &b->hist[g_array_index(b->hist_used, uint32_t, i)];
 		uint64_t key = e->key;
+		HistSlot *m;
 
 		if (key & INGEST_PROV_KEY) {
 			uint64_t idx = key & ~INGEST_PROV_KEY;
@@ -420,9 +440,10 @@ static bool write_cpu(HaConn *c, IngestBatch *batch, uint32_t cpu, CpuBatch *b,
 			ent = g_ptr_array_index(batch->pend_list, (guint)idx);
 			key = 2 * (uint64_t)ent->id + 1;	/* resolved before */
 		}
-		if (!ha_store_add_count(c->store, c->boot, key, e->count, e->ts_min,
-					e->ts_max, error))
-			return false;
+		m = hist_slot(batch->merged, key, e->ts_min, e->ts_max);
+		m->count += e->count;
+		m->ts_min = MIN(m->ts_min, e->ts_min);
+		m->ts_max = MAX(m->ts_max, e->ts_max);
 	}
 	if (!ha_store_put_chunk(c->store, c->boot, &ch, &id, error))
 		return false;
@@ -439,13 +460,25 @@ bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
 	GHashTableIter it;
 	gpointer k, v;
 
+	CpuBatch *m;
+
 	*ret_first_chunk = 0;
 	*ret_small = false;
+	if (!b->merged)
+		b->merged = cpu_batch_new();
+	m = b->merged;
 	g_hash_table_iter_init(&it, b->cpus);
 	while (g_hash_table_iter_next(&it, &k, &v))
 		if (!write_cpu(c, b, GPOINTER_TO_UINT(k), v, ret_first_chunk, ret_small,
 			       error))
 			return false;
+	for (guint i = 0; i < m->hist_used->len; i++) {
+		const HistSlot *e = &m->hist[g_array_index(m->hist_used, uint32_t, i)];
+
+		if (!ha_store_add_count(c->store, c->boot, e->key, e->count, e->ts_min,
+					e->ts_max, error))
+			return false;
+	}
 	return true;
 }
 

@@ -111,6 +111,7 @@ typedef struct {
 	GPtrArray *pend_list;	/* FullStackEnt (ingest-batch.c); id: the index, then
 				 * the fullstacks id once resolved */
 	size_t pend_bytes;	/* bounded by fullstack_cache_bytes */
+	CpuBatch *merged;	/* at the commit: every CPU's stack counts in one table */
 } IngestBatch;
 
 #define INGEST_PROV_KEY		(UINT64_C(1) << 63)
