@@ -16,6 +16,8 @@
  *     serving its socket like QEMU (server=on), streamed at once into one
  *     `host-agent --socket-dir`: aggregate and per-guest rates, the daemon's CPU, and
  *     every stream's ACK latency (a frame's last byte written to the ACK covering it).
+ *     With --slow-sync, the same again with vm0's store on a slow disk (its fsyncs
+ *     --slow-ms longer): vm0's ACK latency, and the others' figures without it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +39,8 @@
 
 #include "proto.h"
 
-static char *ha_path, *sg_path, *dir, *wrap, *only, *base_path;
+static char *ha_path, *sg_path, *dir, *wrap, *only, *base_path, *slow_sync;
+static gint64 slow_ms = 100;
 static gint64 nevents = 2000000, top_events = 10000000, repeat = 3, paced_events = 100000;
 static gint64 nguests = 8, guest_events = 250000;
 static double rate_mb = 1.0;
@@ -500,12 +503,13 @@ static void guest_serve(const char *path, const uint8_t *buf, size_t len,
 	smp_decoder_free(dec);
 }
 
-/* --guests guests at once into one `host-agent --socket-dir`. */
-static void run_guests(const char *state)
+/* --guests guests at once into one `host-agent --socket-dir`; with @slow, vm0's store
+ * is on a slow disk (--slow-sync: each of its fsyncs --slow-ms longer). */
+static void run_guests(const char *state, bool slow)
 {
 	g_autofree char *stream = g_strdup_printf("%s/stream-guest.bin", dir);
-	g_autofree char *vms = g_strdup_printf("%s/vms", dir);
-	g_autofree char *st = g_strdup_printf("%s/guests", state);
+	g_autofree char *vms = g_strdup_printf("%s/vms%s", dir, slow ? "-slow" : "");
+	g_autofree char *st = g_strdup_printf("%s/guests%s", state, slow ? "-slow" : "");
 	g_autofree char *ev = g_strdup_printf("%" G_GINT64_FORMAT, guest_events);
 	char *gargv[] = { sg_path, "--dump", stream, "--events", ev, "--cpus", "2",
 			  "--stacks", "1000", "--epochs", "4", "-q", NULL };
@@ -513,6 +517,7 @@ static void run_guests(const char *state)
 	g_autofree char *data = NULL;
 	g_autoptr(GError) e = NULL;
 	GuestResult *res;
+	gint64 n;
 	double first = 1e300, last = 0, cpu0, cpu1, worst = 0, slowest = 1e300;
 	uint64_t last_seq;
 	gsize len;
@@ -546,7 +551,19 @@ static void run_guests(const char *state)
 		g_autofree char *log = g_build_filename(dir, "daemon.log", NULL);
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
-		if (!g_spawn_async_with_fds(NULL, dargv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
+		g_auto(GStrv) env = g_get_environ();
+
+		if (slow) {
+			g_autofree char *ms = g_strdup_printf("%" G_GINT64_FORMAT, slow_ms);
+
+			env = g_environ_setenv(env, "LD_PRELOAD", slow_sync, TRUE);
+			env = g_environ_setenv(env, "SLOWSYNC_MATCH", "/vm0.db", TRUE);
+			env = g_environ_setenv(env, "SLOWSYNC_DELAY_MS", ms, TRUE);
+			/* opening and migrating the store, its HELLO: at the disk's speed
+			 * (they run on the main loop); the stream's commits are slow */
+			env = g_environ_setenv(env, "SLOWSYNC_SKIP", "12", TRUE);
+		}
+		if (!g_spawn_async_with_fds(NULL, dargv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL,
 					    NULL, &pid, -1, fd, fd, &e)) {
 			g_printerr("host-bench: %s\n", e->message);
 			exit(1);
@@ -561,8 +578,24 @@ static void run_guests(const char *state)
 	printf("\n %" G_GINT64_FORMAT " guests at once into one host-agent --socket-dir, each"
 	       " %" G_GINT64_FORMAT " events (%.1f MB of frames, 2 CPUs), written as fast as"
 	       " the host reads\n", nguests, guest_events, (double)len / 1e6);
+	if (slow)
+		printf("  vm0's store on a slow disk: each of its fsyncs but the first 12 (the"
+		       " store's opening and HELLO) %" G_GINT64_FORMAT " ms longer (%s)\n",
+		       slow_ms, slow_sync);
 	for (gint64 i = 0; i < nguests; i++) {
 		double w = res[i].t_done - res[i].t_accept;
+
+		if (slow && i == 0) {
+			printf("  vm0 (slow disk): %6.2f s, ACK latency p50 %.1f ms, p99 %.1f ms,"
+			       " max %.1f ms\n", w, res[i].p50 * 1e3, res[i].p99 * 1e3,
+			       res[i].max * 1e3);
+			if (res[i].acked < last_seq) {
+				g_printerr("host-bench: vm0: only %" PRIu64 " of %" PRIu64
+					   " acked\n", res[i].acked, last_seq);
+				exit(1);
+			}
+			continue;	/* the others' figures below are without it */
+		}
 
 		if (res[i].acked < last_seq) {
 			g_printerr("host-bench: guest %d: only %" PRIu64 " of %" PRIu64 " acked\n",
@@ -578,11 +611,12 @@ static void run_guests(const char *state)
 		       (double)len / 1e6 / w, res[i].p50 * 1e3, res[i].p99 * 1e3,
 		       res[i].max * 1e3);
 	}
-	printf("  => aggregate %.0f events/s, %.1f MB/s over %.2f s; slowest guest %.0f"
+	n = slow ? nguests - 1 : nguests;
+	printf("  => %saggregate %.0f events/s, %.1f MB/s over %.2f s; slowest guest %.0f"
 	       " events/s; worst stream's ACK latency p99 %.1f ms; daemon CPU %.2f s"
-	       " (%.2f cores), %.0f events per CPU-second\n",
-	       (double)(nguests * guest_events) / (last - first),
-	       (double)len * (double)nguests / 1e6 / (last - first), last - first, slowest,
+	       " (%.2f cores), %.0f events per CPU-second\n", slow ? "the others: " : "",
+	       (double)(n * guest_events) / (last - first),
+	       (double)len * (double)n / 1e6 / (last - first), last - first, slowest,
 	       worst * 1e3, cpu1 - cpu0, (cpu1 - cpu0) / (last - first),
 	       (double)(nguests * guest_events) / MAX(cpu1 - cpu0, 1e-3));
 	munmap(res, sizeof(*res) * (size_t)nguests);
@@ -736,6 +770,8 @@ int main(int argc, char **argv)
 		{ "rate-mb", 0, 0, G_OPTION_ARG_DOUBLE, &rate_mb, "MB/s of the steady-rate run (e2e under TCG: about 1)", "R" },
 		{ "guests", 0, 0, G_OPTION_ARG_INT64, &nguests, "Guests of the many-guests run (0: skip)", "N" },
 		{ "guest-events", 0, 0, G_OPTION_ARG_INT64, &guest_events, "Events per guest of that run", "N" },
+		{ "slow-sync", 0, 0, G_OPTION_ARG_FILENAME, &slow_sync, "slow-sync.so: the many-guests run again with vm0's store on a slow disk", "PATH" },
+		{ "slow-ms", 0, 0, G_OPTION_ARG_INT64, &slow_ms, "Milliseconds each of vm0's fsyncs takes longer (--slow-sync)", "MS" },
 		G_OPTION_ENTRY_NULL,
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- host-agent benchmark");
@@ -770,7 +806,9 @@ int main(int argc, char **argv)
 	if (paced_events > 0)
 		run_paced(state);
 	if (nguests > 0 && guest_events > 0 && (!only || !strcmp(only, "guests")))
-		run_guests(state);
+		run_guests(state, false);
+	if (slow_sync && nguests > 1 && guest_events > 0 && (!only || !strcmp(only, "guests")))
+		run_guests(state, true);
 	if (top_events > 0) {
 		g_autofree char *tsock = g_build_filename(dir, "sock-top", NULL);
 		g_autofree char *tev = g_strdup_printf("%" G_GINT64_FORMAT, top_events);

@@ -6,7 +6,10 @@
  * file $SLOWSYNC_GATE exists, as on a disk that stopped answering: the data is written
  * (in the page cache), its sync does not return. While one is blocked the file
  * "$SLOWSYNC_GATE.held" exists, so that a test can wait for that state; removing the
- * gate lets every blocked sync go on. Other files sync as usual.
+ * gate lets every blocked sync go on. With $SLOWSYNC_DELAY_MS instead, each such sync
+ * takes that many milliseconds more (a slow disk; host-bench --slow-sync), except the
+ * first $SLOWSYNC_SKIP of them (say, those of opening the store). Other files sync as
+ * usual.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -37,11 +40,24 @@ static int matches(int fd)
 static void stall(int fd)
 {
 	const char *gate = getenv("SLOWSYNC_GATE");
+	const char *delay = getenv("SLOWSYNC_DELAY_MS");
 	char held[PATH_MAX];
 	int marked = 0;
 
-	if (!gate || !matches(fd))
+	if ((!gate && !delay) || !matches(fd))
 		return;
+	if (delay) {
+		static int seen;	/* the matching syncs so far */
+		const char *skip = getenv("SLOWSYNC_SKIP");
+		long ms = atol(delay);
+
+		if (__atomic_fetch_add(&seen, 1, __ATOMIC_RELAXED) < (skip ? atoi(skip) : 0))
+			return;
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+		nanosleep(&ts, NULL);
+		return;
+	}
 	snprintf(held, sizeof(held), "%s.held", gate);
 	while (access(gate, F_OK) == 0) {
 		struct timespec ts = { 0, 1000000 };
