@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the commits made off the connection's thread (host-agent/
+ * ingest-commit.c), one HaConn on a real SQLite file. A second connection to the same
+ * file holding its write lock (BEGIN IMMEDIATE) keeps the commit thread's BEGIN waiting,
+ * so a commit stays in flight for as long as the test wants:
+ *   - a full batch's commit in flight: nothing of it acknowledged, nothing of it in the
+ *     database; a frame that writes rows meanwhile is held (the connection pauses) and
+ *     not applied
+ *   - the lock released: the batch committed and acknowledged, the held frame applied
+ *     after it, its own commit acknowledged
+ *   - a store failure on the commit thread (a trigger refusing the chunk): reported to
+ *     the connection's thread, nothing acknowledged, the stream's resume point left
+ *     before the batch, no later commit
+ */
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "guest-formats.h"
+#include "ingest.h"
+#include "proto.h"
+#include "ringpage.h"
+#include "tap.h"
+#include "conn-feed.h"
+
+static uint8_t boot_id[16] = { 9, 8, 7 };
+
+typedef struct {
+	unsigned int calls;
+	char *error;	/* the last one's message, NULL: none */
+} Committed;
+
+static void on_committed(HaConn *c, const GError *error, void *user)
+{
+	Committed *k = user;
+
+	(void)c;
+	k->calls++;
+	g_free(k->error);
+	k->error = error ? g_strdup(error->message) : NULL;
+}
+
+/* Run the main context until @k has seen @calls commits (each iteration blocks until
+ * a source is ready: the commit thread's "done" source). */
+static bool wait_commits(Committed *k, unsigned int calls)
+{
+	for (int i = 0; i < 10000 && k->calls < calls; i++)
+		g_main_context_iteration(NULL, TRUE);
+	return k->calls >= calls;
+}
+
+static bool send_hello(HaConn *c, GError **error)
+{
+	uint8_t p[128];
+	struct smp_hello h = {
+		.stream_id = 5, .text_addr = 0xffffffff81000000ull, .nr_cpus = 2,
+		.page_size = 4096, .map_bits = 10, .max_depth = 64,
+		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
+	};
+	long n;
+
+	memcpy(h.boot_id, boot_id, 16);
+	n = smp_hello_encode(&h, p, sizeof(p));
+	return conn_send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
+}
+
+static bool send_epoch(HaConn *c, uint64_t seq, uint64_t epoch, GError **error)
+{
+	uint8_t p[SMP_DELTA_EPOCH_SIZE];
+	long n = smp_delta_put_epoch(p, sizeof(p), epoch, epoch * 100);
+
+	return conn_send_frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
+}
+
+/* A PAGE of cpu 0 with one kmalloc event (stored unparsed: no formats were sent). */
+static bool send_page(HaConn *c, uint64_t seq, GError **error)
+{
+	uint8_t page[4096], km[52] = { 0 }, p[8 + sizeof(page)];
+	uint16_t type = GF_ID_KMALLOC;
+	struct ringpage rp;
+	struct smp_page m = { .cpu = 0, .data = page };
+	long n;
+
+	memcpy(km, &type, 2);
+	ringpage_init(&rp, page, sizeof(page));
+	ringpage_reset(&rp, 1000 * seq);
+	ringpage_add(&rp, 1000 * seq, km, sizeof(km));
+	m.data_len = ringpage_finish(&rp);
+	n = smp_page_encode(&m, p, sizeof(p));
+	return n > 0 && conn_send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
+}
+
+/* The last ACK in the output, 0: none (the output is consumed). */
+static uint64_t last_ack(HaConn *c)
+{
+	size_t len;
+	const uint8_t *out = ha_conn_output(c, &len);
+	struct smp_decoder *d = smp_decoder_new(64);
+	struct smp_frame f;
+	uint64_t v = 0;
+
+	smp_decoder_feed(d, out, len);
+	while (smp_decoder_next(d, &f, NULL) == 1)
+		if (f.type == SMP_ACK)
+			smp_ack_decode(&v, f.payload, f.len);
+	smp_decoder_free(d);
+	ha_conn_output_done(c, len);
+	return v;
+}
+
+static ssize_t read_nothing(void *ctx, uint8_t *buf, size_t len)
+{
+	(void)ctx;
+	(void)buf;
+	(void)len;
+	return -EAGAIN;
+}
+
+/* One number from the other connection (@db), -1 on error. */
+static int64_t q1(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int main(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("ha-commit-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(dir, "t.db", NULL);
+	GError *e = NULL;
+	HaStore *s = ha_store_open(path, false, &e);
+	Committed k = { 0 };
+	sqlite3 *other = NULL;
+	HaLimits lim;
+	HaConn *c;
+
+	CHECK(s && sqlite3_open(path, &other) == SQLITE_OK, "store and a second connection");
+	ha_limits_default(&lim);
+	lim.batch_frames = 2;
+	c = ha_conn_new(s, &lim, "t", "test");
+	ha_conn_set_committed(c, on_committed, &k);
+
+	CHECK(send_hello(c, &e) && send_epoch(c, 1, 0, &e) && send_epoch(c, 2, 1, &e),
+	      "HELLO and a full batch of two EPOCHs");
+	CHECK(wait_commits(&k, 1) && !k.error && last_ack(c) == 2,
+	      "committed on the commit thread, then ACK 2 (%s)", k.error ? k.error : "no error");
+
+	/* the database's write lock, held by another connection */
+	CHECK(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK,
+	      "another connection holds the write lock");
+	CHECK(send_page(c, 3, &e) && send_page(c, 4, &e), "a full batch of two PAGEs: in flight");
+	CHECK(send_epoch(c, 5, 2, &e), "an EPOCH while it is in flight");
+	CHECK(ha_conn_read(c, 4, read_nothing, NULL, &e) == HA_READ_PAUSED,
+	      "the connection is paused: the EPOCH is held");
+	CHECK(k.calls == 1 && last_ack(c) == 0, "nothing acknowledged while in flight");
+	CHECK(q1(other, "SELECT COUNT(*) FROM chunks") == 0 &&
+	      q1(other, "SELECT COUNT(*) FROM epochs") == 2 &&
+	      q1(other, "SELECT next_seq FROM streams") == 3,
+	      "the database holds nothing of the batch in flight, nor the held EPOCH");
+	CHECK(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK, "lock released");
+	CHECK(wait_commits(&k, 2) && !k.error && last_ack(c) == 4,
+	      "the PAGEs committed, ACK 4, not 5 (%s)", k.error ? k.error : "no error");
+	CHECK(ha_conn_read(c, 4, read_nothing, NULL, &e) == HA_READ_DRY &&
+	      ha_conn_flush_start(c, &e) && wait_commits(&k, 3) && !k.error &&
+	      last_ack(c) == 5, "the held EPOCH applied after it, committed, ACK 5");
+	CHECK(q1(other, "SELECT COUNT(*) FROM chunks") == 1 &&
+	      q1(other, "SELECT COUNT(*) FROM epochs") == 3 &&
+	      q1(other, "SELECT next_seq FROM streams") == 6, "the database has all of it");
+
+	/* a store failure on the commit thread */
+	CHECK(sqlite3_exec(other, "CREATE TRIGGER fault BEFORE INSERT ON chunks BEGIN"
+			   " SELECT RAISE(ABORT, 'injected fault'); END", NULL, NULL,
+			   NULL) == SQLITE_OK, "chunks refused by a trigger");
+	CHECK(send_page(c, 6, &e) && send_page(c, 7, &e), "a full batch of two PAGEs");
+	CHECK(wait_commits(&k, 4) && k.error && strstr(k.error, "injected fault"),
+	      "the commit thread's failure reported: %s", k.error ? k.error : "none");
+	CHECK(last_ack(c) == 0 && q1(other, "SELECT next_seq FROM streams") == 6 &&
+	      q1(other, "SELECT COUNT(*) FROM chunks") == 1,
+	      "nothing of the failed batch acknowledged or stored");
+	CHECK(!ha_conn_flush(c, &e) && e && strstr(e->message, "earlier batch failed"),
+	      "no commit after it: %s", e ? e->message : "committed");
+	g_clear_error(&e);
+	CHECK(!send_page(c, 8, &e) || !ha_conn_flush(c, &e), "nor of a later frame");
+	g_clear_error(&e);
+	ha_conn_close(c);
+	CHECK(last_ack(c) == 0 && q1(other, "SELECT next_seq FROM streams") == 6,
+	      "closed: still nothing acknowledged beyond 5");
+	ha_conn_free(c);
+
+	sqlite3_close(other);
+	ha_store_free(s);
+	g_free(k.error);
+	{
+		g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+		g_autofree char *shm = g_strconcat(path, "-shm", NULL);
+
+		g_unlink(path);
+		g_unlink(wal);
+		g_unlink(shm);
+		g_rmdir(dir);
+	}
+	return tap_done();
+}
