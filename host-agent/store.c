@@ -157,6 +157,18 @@ static const char *const migrations[] = {
 	"CREATE TRIGGER boot_rows_gap_del AFTER DELETE ON gaps WHEN NOT EXISTS(SELECT 1"
 	" FROM gaps WHERE stream = OLD.stream AND seq_lo = OLD.seq_lo)"
 	" BEGIN UPDATE boot_rows SET gaps = gaps - 1 WHERE boot = OLD.boot; END;",
+	/* 4 -> 5: what was recovered from a crashed guest's memory (store-postmortem.h) */
+	"CREATE TABLE postmortems(boot INTEGER PRIMARY KEY REFERENCES boots(id),"
+	" time INTEGER NOT NULL, source TEXT NOT NULL, status TEXT NOT NULL, message TEXT,"
+	" dump_bytes INTEGER, dump_ms INTEGER, recover_ms INTEGER, osrelease TEXT,"
+	" kernel_offset INTEGER, kmsg_records INTEGER NOT NULL DEFAULT 0,"
+	" kmsg_skipped INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE kmsg(boot INTEGER NOT NULL REFERENCES boots(id), seq INTEGER NOT NULL,"
+	" ts_nsec INTEGER NOT NULL, caller_id INTEGER NOT NULL, text BLOB NOT NULL,"
+	" recovered INTEGER NOT NULL DEFAULT 1, PRIMARY KEY(boot, seq)) WITHOUT ROWID;"
+	"CREATE TRIGGER postmortem_gone BEFORE DELETE ON boots BEGIN"
+	" DELETE FROM kmsg WHERE boot = OLD.id; DELETE FROM postmortems WHERE boot = OLD.id;"
+	" END;",
 };
 
 bool ha_store_name_ok(const char *name)

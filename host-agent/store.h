@@ -34,6 +34,10 @@
  *                (stream, seq_lo): kept by triggers in the same transaction as the
  *                rows themselves, so that a HELLO reads the boot's row limits
  *                (ingest.h) without counting them
+ *   postmortems  per crashed boot, the recovery from its memory (store-postmortem.h):
+ *                when, from what, status and why, dump size and times, counts
+ *   kmsg         the kernel log records recovered (or, later, streamed: recovered
+ *                = 0) per boot: printk seq, time, caller, text
  *
  * Durability: every connection's frames are applied inside one transaction per batch;
  * ha_store_commit() returns only once SQLite has committed (synchronous=FULL: with WAL,
@@ -48,7 +52,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HA_STORE_SCHEMA 4
+#define HA_STORE_SCHEMA 5
 
 typedef struct _HaStore HaStore;
 

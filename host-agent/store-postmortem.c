@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+/* store-postmortem.c - a crashed boot's recovered rows (see store-postmortem.h). */
+#include "store-postmortem.h"
+
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <string.h>
+
+int64_t ha_store_pm_crashed_boot(HaStore *s, int64_t since_us, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT id FROM boots WHERE ended = 'crashed'"
+					 " AND end_time >= ? ORDER BY end_time DESC, id DESC"
+					 " LIMIT 1", error);
+	int64_t boot = 0;
+	int rc;
+
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, since_us);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		boot = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, "find the crashed boot");
+		return -1;
+	}
+	return boot;
+}
+
+bool ha_store_pm_same_kernel(HaStore *s, int64_t boot, const char *osrelease,
+			     const char *build_id_hex, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT release, lower(hex(build_id)) FROM boots"
+					 " WHERE id = ?", error);
+	g_autofree char *rel = NULL, *bid = NULL;
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		rel = g_strdup((const char *)sqlite3_column_text(st, 0));
+		bid = g_strdup((const char *)sqlite3_column_text(st, 1));
+	}
+	sqlite3_reset(st);
+	if (osrelease && rel && *rel && strcmp(rel, osrelease)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "the dump's kernel is %s, boot %" PRId64 "'s is %s", osrelease,
+			    boot, rel);
+		return false;
+	}
+	/* VMCOREINFO's BUILD-ID is the full note (20 bytes of sha1, as hex) */
+	if (build_id_hex && bid && *bid && g_ascii_strncasecmp(bid, build_id_hex,
+								 strlen(bid))) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "the dump's kernel build id %s is not boot %" PRId64 "'s (%s)",
+			    build_id_hex, boot, bid);
+		return false;
+	}
+	return true;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
+{
+	if (v >= 0)
+		sqlite3_bind_int64(st, i, v);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static bool save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg *kmsg,
+		 GError **error)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = ha_store_stmt(s, "DELETE FROM kmsg WHERE boot = ? AND recovered = 1", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		goto fail;
+	st = ha_store_stmt(s, "INSERT OR REPLACE INTO postmortems(boot, time, source, status,"
+			   " message, dump_bytes, dump_ms, recover_ms, osrelease, kernel_offset,"
+			   " kmsg_records, kmsg_skipped) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, row->time_us);
+	bind_text(st, 3, row->source);
+	bind_text(st, 4, row->status);
+	bind_text(st, 5, row->message);
+	sqlite3_bind_int64(st, 6, (int64_t)MIN(row->dump_bytes, (uint64_t)INT64_MAX));
+	bind_opt(st, 7, row->dump_ms);
+	bind_opt(st, 8, row->recover_ms);
+	bind_text(st, 9, row->osrelease);
+	bind_opt(st, 10, row->kernel_offset);
+	sqlite3_bind_int64(st, 11, kmsg ? (int64_t)kmsg->records->len : 0);
+	sqlite3_bind_int64(st, 12, kmsg ? (int64_t)MIN(kmsg->skipped, (uint64_t)INT64_MAX) : 0);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		goto fail;
+	if (!kmsg)
+		return true;
+	st = ha_store_stmt(s, "INSERT OR IGNORE INTO kmsg(boot, seq, ts_nsec, caller_id, text,"
+			   " recovered) VALUES(?,?,?,?,?,1)", error);
+	if (!st)
+		return false;
+	for (guint i = 0; i < kmsg->records->len; i++) {
+		const HaKmsgRecord *r = &g_array_index(kmsg->records, HaKmsgRecord, i);
+		gsize len;
+		const void *t = g_bytes_get_data(r->text, &len);
+
+		sqlite3_bind_int64(st, 1, boot);
+		sqlite3_bind_int64(st, 2, (int64_t)MIN(r->seq, (uint64_t)INT64_MAX));
+		sqlite3_bind_int64(st, 3, (int64_t)MIN(r->ts_nsec, (uint64_t)INT64_MAX));
+		sqlite3_bind_int64(st, 4, r->caller_id);
+		sqlite3_bind_blob(st, 5, len ? t : "", (int)len, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			goto fail;
+	}
+	return true;
+fail:
+	ha_store_set_error(s, error, "store the recovery");
+	return false;
+}
+
+bool ha_store_pm_save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg *kmsg,
+		      GError **error)
+{
+	/* a savepoint nests in a connection's open batch and is a transaction alone */
+	if (!ha_store_exec(s, "SAVEPOINT postmortem", error))
+		return false;
+	if (!save(s, boot, row, kmsg, error)) {
+		ha_store_exec(s, "ROLLBACK TO postmortem", NULL);
+		ha_store_exec(s, "RELEASE postmortem", NULL);
+		return false;
+	}
+	return ha_store_exec(s, "RELEASE postmortem", error);
+}

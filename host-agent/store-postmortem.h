@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store-postmortem.h - what a recovery from a crashed guest's memory adds to its boot.
+ *
+ * Tables postmortems and kmsg (store.h). A recovery joins the boot that crashed: the
+ * one the hypervisor's panic event marked (crash.h), and only when the dump's kernel
+ * is that boot's (VMCOREINFO's OSRELEASE and BUILD-ID against the release and build
+ * id the stream's HELLO gave, when both are known). Its rows are written under one
+ * SAVEPOINT: inside a connection's open batch or alone, a failed recovery leaves
+ * nothing, and nothing streamed is touched (kmsg and postmortems are only these
+ * rows). The kernel log is stored as the records the ring held, marked recovered.
+ */
+#ifndef HA_STORE_POSTMORTEM_H
+#define HA_STORE_POSTMORTEM_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kmsg.h"
+#include "store.h"
+
+typedef struct {
+	int64_t time_us;	/* host real time of the recovery */
+	const char *source;	/* how the memory was read ("qmp dump-guest-memory") */
+	const char *status;	/* "recovered", "partial", "failed" */
+	const char *message;	/* what could not be recovered and why, or NULL */
+	uint64_t dump_bytes;
+	int64_t dump_ms, recover_ms;	/* -1: unknown */
+	const char *osrelease;	/* VMCOREINFO's, or NULL */
+	int64_t kernel_offset;	/* KASLR slide, or -1 */
+} HaPmRow;
+
+/*
+ * The boot a dump taken now belongs to: the newest boot marked 'crashed' whose
+ * end time is at or after @since_us (the panic event this hypervisor instance
+ * reported). 0 when there is none.
+ */
+int64_t ha_store_pm_crashed_boot(HaStore *s, int64_t since_us, GError **error);
+
+/* Whether @boot's kernel is the dump's: false with @error saying how they differ.
+ * @osrelease / @build_id_hex NULL: not checked. */
+bool ha_store_pm_same_kernel(HaStore *s, int64_t boot, const char *osrelease,
+			     const char *build_id_hex, GError **error);
+
+/* Store @row and @kmsg's records (may be NULL) for @boot, replacing an earlier
+ * recovery of it. */
+bool ha_store_pm_save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg *kmsg,
+		      GError **error);
+
+#endif /* HA_STORE_POSTMORTEM_H */
