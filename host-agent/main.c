@@ -28,6 +28,7 @@
 #ifdef HA_HAVE_LIBVIRT
 #include "fleet.h"
 #endif
+#include "postmortem.h"
 #include "qmp.h"
 #include "report.h"
 #include "source.h"
@@ -49,6 +50,7 @@ typedef struct {
 	char *host;	/* --host NAME: this host in the fleet store */
 	char *ended;	/* report --clickhouse: only boots that ended so */
 	gboolean domain_given;	/* --domain-name set (a filter of fleet reports) */
+	HaPmOpts pm;		/* --qmp: the post-mortem after a paused panic */
 } HaWatch;
 
 static gboolean on_signal(gpointer loop)
@@ -96,6 +98,7 @@ static int serve(HaConfig *cfg, const HaWatch *w, const char *db)
 	}
 	if (w->qmp) {
 		qmp = ha_qmp_new(w->qmp, store, cfg->domain);
+		ha_qmp_set_postmortem(qmp, &w->pm);
 		ha_qmp_start(qmp);
 	}
 	if (lim.quota_bytes)
@@ -358,6 +361,8 @@ static struct {
 	gint limit, max_malformed, batch_mb, time_probe_ms;
 	gdouble since, until, last;
 	gint64 quota_mb;
+	gboolean dump_keep, keep_paused, no_postmortem;	/* postmortem.h */
+	gint64 dump_max_mb;
 } opt;
 
 static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bool json,
@@ -393,7 +398,7 @@ static int run_report(HaConfig *cfg, int argc, char **argv, const char *boot, bo
 		o.stream = stdout;
 	if (!o.cmd) {
 		g_printerr("host-agent report: which report? boots, top, events, stack ID, folded,"
-			   " flamegraph\n");
+			   " flamegraph, postmortem\n");
 		return 2;
 	}
 	if (!g_file_test(db, G_FILE_TEST_EXISTS)) {
@@ -526,6 +531,16 @@ static const GOptionEntry daemon_entries[] = {
 	E_STR("connect", watch.uri, "libvirt URI for --domain (default: libvirt's)", "URI"),
 	E_FILE("qmp", watch.qmp, "QEMU's QMP socket (-qmp unix:PATH,server=on): mark boots"
 	       " crashed on GUEST_PANICKED", "PATH"),
+	{ "dump-keep", 0, 0, G_OPTION_ARG_NONE, &opt.dump_keep,
+	  "--qmp: keep the crashed guest's memory dump (STATE-DIR/NAME.core) after reading"
+	  " its kernel log (default: deleted)", NULL },
+	{ "dump-max-mb", 0, 0, G_OPTION_ARG_INT64, &opt.dump_max_mb,
+	  "--qmp: dump a crashed guest of at most this much RAM (default 4096)", "MB" },
+	{ "keep-paused", 0, 0, G_OPTION_ARG_NONE, &opt.keep_paused,
+	  "--qmp: leave a crashed, paused guest paused after the dump (default: quit QEMU)",
+	  NULL },
+	{ "no-postmortem", 0, 0, G_OPTION_ARG_NONE, &opt.no_postmortem,
+	  "--qmp: never dump a crashed guest's memory (a paused one stays paused)", NULL },
 	E_STR("clickhouse", watch.clickhouse, "The fleet store: replicate every store into"
 	      " ClickHouse at URL", "URL"),
 	E_STR("host", watch.host, "This host's name in the fleet store (default: the host"
@@ -662,7 +677,7 @@ typedef struct {
 } HaCommand;
 
 static const HaCommand commands[] = {
-	{ "report", "boots|top|events|stack ID|folded|flamegraph",
+	{ "report", "boots|top|events|stack ID|folded|flamegraph|postmortem",
 	  "Print a report of a domain's store, or of the fleet's",
 	  "Print a report of the stored data of --domain-name (never of the live\n"
 	  "connection; the daemon may be writing it), or with --clickhouse of the fleet.",
@@ -721,6 +736,7 @@ int main(int argc, char **argv)
 	opt.dat_version = 7;
 	opt.max_malformed = opt.batch_mb = opt.time_probe_ms = -1;
 	opt.quota_mb = -1;
+	opt.dump_max_mb = HA_PM_DEFAULT_MAX_MB;
 	opt.since = opt.until = opt.last = -1;
 	/* The command, when there is one, comes first: host-agent COMMAND [OPTIONS]. */
 	for (guint i = 0; argc > 1 && i < G_N_ELEMENTS(commands); i++)
@@ -767,6 +783,18 @@ int main(int argc, char **argv)
 		ha_config_clear(&opt.cfg);
 		return 2;
 	}
+	if (opt.dump_max_mb <= 0 || opt.dump_max_mb > (G_GINT64_CONSTANT(1) << 24)) {
+		g_printerr("host-agent: --dump-max-mb: 1 to %d\n", 1 << 24);
+		ha_config_clear(&opt.cfg);
+		return 2;
+	}
+	opt.watch.pm = (HaPmOpts){
+		.enabled = !opt.no_postmortem,
+		.keep_dump = opt.dump_keep,
+		.keep_paused = opt.keep_paused,
+		.max_bytes = (uint64_t)opt.dump_max_mb << 20,
+		.dump_dir = opt.cfg.state_dir,
+	};
 	rc = cmd ? cmd->run(argc - 2, argv + 2) : run_daemon(&opt.cfg, &opt.watch);
 	ha_config_clear(&opt.cfg);
 	g_free(opt.watch.qmp);

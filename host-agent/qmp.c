@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "backoff.h"
 #include "crash.h"
+#include "postmortem.h"
+#include "store-postmortem.h"
 
 #define LINE_MAX_BYTES	(64 * 1024)
 
@@ -29,6 +32,14 @@ struct _HaQmp {
 	bool panicked;		/* GUEST_PANICKED seen from this QEMU */
 	int64_t alive_since;	/* real time when this QEMU was first seen */
 	GString *line;
+
+	/* post-mortem (postmortem.h): the steps after a paused panic */
+	HaPmOpts pm;
+	char *pm_dir;		/* pm.dump_dir, owned */
+	enum { PM_IDLE, PM_SIZING, PM_DUMPING, PM_DONE } pm_state;
+	int64_t pm_panic_us;	/* monotonic time of GUEST_PANICKED */
+	int64_t pm_dump_us;	/* monotonic time the dump was asked for */
+	char *pm_core;		/* the dump's path */
 };
 
 static void qmp_close(HaQmp *q, const char *why, bool reconnect)
@@ -47,6 +58,9 @@ static void qmp_close(HaQmp *q, const char *why, bool reconnect)
 	q->ready = false;
 	q->skipping = false;
 	q->panicked = false;
+	if (q->pm_state == PM_DUMPING && q->pm_core)
+		unlink(q->pm_core);	/* QEMU went away mid-dump: a partial core */
+	q->pm_state = PM_IDLE;
 	g_string_truncate(q->line, 0);
 	if (reconnect)
 		ha_backoff_schedule(&q->retry);
@@ -116,6 +130,152 @@ static bool send_line(HaQmp *q, const char *text)
 	return true;
 }
 
+/* The guest is dead and dumped (or cannot be): end QEMU unless asked not to. */
+static void pm_finish(HaQmp *q)
+{
+	q->pm_state = PM_DONE;
+	if (q->pm.keep_paused) {
+		g_message("%s: QMP: the crashed guest stays paused (--keep-paused)", q->domain);
+		return;
+	}
+	g_message("%s: QMP: quitting QEMU (the guest panicked; its memory is read)",
+		  q->domain);
+	send_line(q, "{\"execute\": \"quit\"}\n");
+}
+
+/* A recovery that could not even start: a postmortems row saying why. */
+static void pm_fail(HaQmp *q, const char *why)
+{
+	g_autoptr(GError) e = NULL;
+	int64_t boot = ha_store_pm_crashed_boot(q->store, q->alive_since, &e);
+	HaPmRow row = {
+		.time_us = g_get_real_time(), .source = "qmp dump-guest-memory",
+		.status = "failed", .message = why, .dump_ms = -1, .recover_ms = -1,
+		.kernel_offset = -1,
+	};
+
+	g_warning("%s: post-mortem: %s", q->domain, why);
+	if (boot > 0 && !ha_store_pm_save(q->store, boot, &row, NULL, &e))
+		g_warning("%s: post-mortem: %s", q->domain, e->message);
+	pm_finish(q);
+}
+
+/* query-memory-size-summary answered: dump when the RAM fits the bounds. */
+static void pm_on_size(HaQmp *q, const char *line)
+{
+	int64_t base = member_int(line, "base-memory");
+	int64_t plugged = member_int(line, "plugged-memory");
+	uint64_t ram = (uint64_t)MAX(base, 0) + (uint64_t)MAX(plugged, 0);
+	struct statvfs vfs;
+	g_autofree char *cmd = NULL, *why = NULL, *esc = NULL;
+
+	if (base <= 0) {
+		pm_fail(q, "QEMU did not say the guest's memory size");
+		return;
+	}
+	if (ram > q->pm.max_bytes) {
+		why = g_strdup_printf("guest RAM %" PRIu64 " MiB is over --dump-max-mb %" PRIu64
+				      ": not dumped", ram >> 20, q->pm.max_bytes >> 20);
+		pm_fail(q, why);
+		return;
+	}
+	/* the core is the RAM plus headers and notes: keep 64 MiB beyond it free */
+	if (statvfs(q->pm_dir, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < ram + (64ull << 20)) {
+		why = g_strdup_printf("%s has %" PRIu64 " MiB free, the dump needs %" PRIu64
+				      " MiB: not dumped", q->pm_dir,
+				      ((uint64_t)vfs.f_bavail * vfs.f_frsize) >> 20,
+				      (ram >> 20) + 64);
+		pm_fail(q, why);
+		return;
+	}
+	esc = g_strescape(q->pm_core, NULL);
+	cmd = g_strdup_printf("{\"execute\": \"dump-guest-memory\", \"id\": \"pm-dump\","
+			      " \"arguments\": {\"paging\": false, \"detach\": true,"
+			      " \"protocol\": \"file:%s\"}}\n", esc);
+	q->pm_state = PM_DUMPING;
+	q->pm_dump_us = g_get_monotonic_time();
+	g_message("%s: post-mortem: dumping %" PRIu64 " MiB of guest memory into %s",
+		  q->domain, ram >> 20, q->pm_core);
+	if (!send_line(q, cmd))
+		pm_fail(q, "cannot send dump-guest-memory");
+}
+
+/* DUMP_COMPLETED: read the core into the crashed boot. */
+static void pm_on_dumped(HaQmp *q, const char *line)
+{
+	g_autoptr(GError) e = NULL;
+	g_autofree char *err = member_str(line, "error");
+	int64_t now = g_get_monotonic_time();
+	int64_t dump_ms = (now - q->pm_dump_us) / 1000;
+	int64_t boot;
+
+	if (err) {
+		g_autofree char *why = g_strdup_printf("dump-guest-memory failed: %s", err);
+
+		unlink(q->pm_core);
+		pm_fail(q, why);
+		return;
+	}
+	boot = ha_store_pm_crashed_boot(q->store, q->alive_since, &e);
+	if (boot <= 0) {
+		g_warning("%s: post-mortem: no crashed boot to join the dump to%s%s", q->domain,
+			  e ? ": " : "", e ? e->message : "");
+	} else if (!ha_postmortem_recover(q->store, boot, q->pm_core, dump_ms, &e)) {
+		g_warning("%s: post-mortem of boot %" PRId64 ": %s", q->domain, boot,
+			  e->message);
+	} else {
+		g_message("%s: post-mortem of boot %" PRId64 " ready %.3f s after"
+			  " GUEST_PANICKED (dump %.3f s)", q->domain, boot,
+			  (double)(g_get_monotonic_time() - q->pm_panic_us) / 1e6,
+			  (double)dump_ms / 1e3);
+	}
+	if (!q->pm.keep_dump)
+		unlink(q->pm_core);
+	else
+		g_message("%s: post-mortem: the dump stays in %s (--dump-keep)", q->domain,
+			  q->pm_core);
+	pm_finish(q);
+}
+
+/* GUEST_PANICKED: a paused guest still has its memory. */
+static void pm_on_panic(HaQmp *q, const char *action)
+{
+	if (!q->pm.enabled || q->pm_state != PM_IDLE)
+		return;
+	if (g_strcmp0(action, "pause") != 0) {
+		g_message("%s: post-mortem: the panic action is %s, not pause: no memory to"
+			  " read (QEMU -action panic=pause)", q->domain, action ? action : "?");
+		return;
+	}
+	q->pm_state = PM_SIZING;
+	q->pm_panic_us = g_get_monotonic_time();
+	if (!send_line(q, "{\"execute\": \"query-memory-size-summary\", \"id\": \"pm-size\"}\n"))
+		pm_fail(q, "cannot send query-memory-size-summary");
+}
+
+/* A command's answer (a line with "return" or "error" and our "id"). */
+static void on_reply(HaQmp *q, const char *line)
+{
+	g_autofree char *id = member_str(line, "id");
+
+	if (!id)
+		return;
+	if (strcmp(id, "pm-size") == 0 && q->pm_state == PM_SIZING) {
+		if (strstr(line, "\"error\""))
+			pm_fail(q, "query-memory-size-summary failed");
+		else
+			pm_on_size(q, line);
+	} else if (strcmp(id, "pm-dump") == 0 && q->pm_state == PM_DUMPING &&
+		   strstr(line, "\"error\"")) {
+		g_autofree char *desc = member_str(line, "desc");
+		g_autofree char *why = g_strdup_printf("dump-guest-memory refused: %s",
+						       desc ? desc : line);
+
+		pm_fail(q, why);
+	}
+}
+
 static void on_event(HaQmp *q, const char *line, const char *event)
 {
 	int64_t when = event_time(line);
@@ -127,6 +287,10 @@ static void on_event(HaQmp *q, const char *line, const char *event)
 
 		q->panicked = true;
 		ha_crash_mark(q->store, q->domain, when, q->alive_since, why);
+		pm_on_panic(q, action);
+	} else if (strcmp(event, "DUMP_COMPLETED") == 0) {
+		if (q->pm_state == PM_DUMPING)
+			pm_on_dumped(q, line);
 	} else if (strcmp(event, "SHUTDOWN") == 0) {
 		g_autofree char *reason = member_str(line, "reason");
 
@@ -161,6 +325,8 @@ static bool on_line(HaQmp *q, const char *line)
 	event = member_str(line, "event");
 	if (event)
 		on_event(q, line, event);
+	else if (strstr(line, "\"return\"") || strstr(line, "\"error\""))
+		on_reply(q, line);
 	return true;
 }
 
@@ -258,6 +424,16 @@ void ha_qmp_start(HaQmp *q)
 		on_retry(q);
 }
 
+void ha_qmp_set_postmortem(HaQmp *q, const HaPmOpts *o)
+{
+	q->pm = *o;
+	g_free(q->pm_dir);
+	g_free(q->pm_core);
+	q->pm_dir = g_strdup(o->dump_dir ? o->dump_dir : ".");
+	q->pm.dump_dir = q->pm_dir;
+	q->pm_core = g_strdup_printf("%s/%s.core", q->pm_dir, q->domain);
+}
+
 void ha_qmp_free(HaQmp *q)
 {
 	if (!q)
@@ -267,5 +443,7 @@ void ha_qmp_free(HaQmp *q)
 	g_string_free(q->line, TRUE);
 	g_free(q->path);
 	g_free(q->domain);
+	g_free(q->pm_dir);
+	g_free(q->pm_core);
 	g_free(q);
 }

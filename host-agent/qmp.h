@@ -15,6 +15,10 @@
  * through a timer. QMP is a trusted peer (the host's own QEMU); lines are still
  * bounded (64 KiB) and parsed by a small scanner of QEMU's JSON output, enough for
  * the few members read here.
+ *
+ * With ha_qmp_set_postmortem(), a GUEST_PANICKED whose action is "pause" starts the
+ * post-mortem (postmortem.h): query-memory-size-summary, dump-guest-memory (detached,
+ * so this socket keeps answering), DUMP_COMPLETED, the recovery, then quit.
  */
 #ifndef HA_QMP_H
 #define HA_QMP_H
@@ -22,12 +26,17 @@
 #include <glib.h>
 #include <stdbool.h>
 
+#include "postmortem.h"
 #include "store.h"
 
 typedef struct _HaQmp HaQmp;
 
 /* @store is borrowed and must outlive the watcher. Free with ha_qmp_free(). */
 HaQmp *ha_qmp_new(const char *path, HaStore *store, const char *domain);
+
+/* After a GUEST_PANICKED with action pause, dump the guest and recover its kernel
+ * log as @o says (postmortem.h); copied. Without this call nothing is dumped. */
+void ha_qmp_set_postmortem(HaQmp *q, const HaPmOpts *o);
 
 /* Start connecting on the thread-default main context. */
 void ha_qmp_start(HaQmp *q);
