@@ -133,6 +133,8 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		  GError **error);
 bool ha_rp_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		 GError **error);
+bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		      GError **error);
 bool ha_rp_flamegraph(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		      GError **error);
 

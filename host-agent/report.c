@@ -413,6 +413,7 @@ static const struct {
 	{ "stack", ha_rp_stack },
 	{ "folded", ha_rp_folded_report },
 	{ "flamegraph", ha_rp_flamegraph },
+	{ "postmortem", ha_rp_postmortem },
 };
 
 bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **error)
@@ -432,7 +433,8 @@ bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **err
 		return ok;
 	}
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-		    "unknown report '%s' (boots, top, events, stack ID, folded, flamegraph)",
+		    "unknown report '%s' (boots, top, events, stack ID, folded, flamegraph,"
+		    " postmortem)",
 		    o->cmd ? o->cmd : "");
 	return false;
 }

@@ -10,6 +10,9 @@
  *   folded       "outer;...;inner count" lines for flame graphs
  *   flamegraph   an interactive SVG of folded's counts (flamegraph.h); with a time
  *                range or an event, of those events' stacks (decoded like events)
+ *   postmortem   how the boot ended and what its memory said after a panic: the
+ *                recovery's status, the panic message, the oops with its backtrace
+ *                and the kernel log lines before it (report-postmortem.c)
  *   events --format perf-script: the `perf script` layout (export-perf.h)
  *   events --host-time CLOCK: with each event's time on a host clock and its
  *                uncertainty, from the boot's clock samples (clocksync.h)

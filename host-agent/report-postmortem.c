@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * report-postmortem.c - postmortem: how a boot ended and what its memory said
+ * (report-int.h, store-postmortem.h).
+ *
+ * The boot: --boot, else the newest boot with a post-mortem, else the newest boot.
+ * From its recovered kernel log: the panic message (the last "Kernel panic - not
+ * syncing" record), the oops around it (from the first record of the crash report in
+ * the burst of records before the panic, up to the panic's "---[ end" line), and the
+ * --limit (default 20) records before that. Lines are printed as the serial console
+ * prints them (PRINTK_TIME), so they can be compared with a console log.
+ */
+#include "report-int.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "kmsg.h"
+
+#define BEFORE_DEFAULT	20
+#define BURST_GAP_NS	2000000000ull	/* records of one crash report: < 2 s apart */
+#define BURST_MAX	1024
+
+typedef struct {
+	int64_t seq;
+	uint64_t ts;
+	GBytes *text;
+} Rec;
+
+static void rec_clear(gpointer p)
+{
+	g_clear_pointer(&((Rec *)p)->text, g_bytes_unref);
+}
+
+static bool text_has(const Rec *r, const char *needle)
+{
+	gsize len;
+	const char *t = g_bytes_get_data(r->text, &len);
+
+	return len && g_strstr_len(t, (gssize)len, needle) != NULL;
+}
+
+static bool text_starts(const Rec *r, const char *prefix)
+{
+	gsize len;
+	const char *t = g_bytes_get_data(r->text, &len);
+	size_t n = strlen(prefix);
+
+	return len >= n && memcmp(t, prefix, n) == 0;
+}
+
+/* The first line of a crash report, as the kernel prints them. */
+static bool starts_report(const Rec *r)
+{
+	static const char *const first[] = {
+		"sysrq: Trigger a crash", "BUG: ", "Oops", "general protection fault",
+		"kernel BUG at", "Unable to handle kernel", "watchdog: BUG: soft lockup",
+		"INFO: task ", "Kernel panic - not syncing", "WARNING: ", "divide error",
+		"invalid opcode", "stack segment", "double fault", "NMI watchdog",
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(first); i++)
+		if (text_starts(r, first[i]))
+			return true;
+	return false;
+}
+
+static GArray *load_kmsg(HaStore *s, int64_t boot, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT seq, ts_nsec, text FROM kmsg WHERE"
+					 " boot = ? ORDER BY seq", error);
+	GArray *a;
+
+	if (!st)
+		return NULL;
+	a = g_array_new(FALSE, TRUE, sizeof(Rec));
+	g_array_set_clear_func(a, rec_clear);
+	sqlite3_bind_int64(st, 1, boot);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		Rec r = {
+			.seq = sqlite3_column_int64(st, 0),
+			.ts = (uint64_t)sqlite3_column_int64(st, 1),
+			.text = g_bytes_new(sqlite3_column_blob(st, 2),
+					    (gsize)sqlite3_column_bytes(st, 2)),
+		};
+
+		g_array_append_val(a, r);
+	}
+	sqlite3_reset(st);
+	return a;
+}
+
+/* Console lines of records [@from, @to), control bytes but tab shown as \xNN. */
+static void append_lines(GString *out, GArray *recs, guint from, guint to, bool escape)
+{
+	for (guint i = from; i < to; i++) {
+		const Rec *r = &g_array_index(recs, Rec, i);
+		gsize len;
+		const uint8_t *t = g_bytes_get_data(r->text, &len);
+		g_autoptr(GString) clean = g_string_new(NULL);
+
+		for (gsize j = 0; j < len; j++) {
+			if (escape && ((t[j] < 0x20 && t[j] != '\t' && t[j] != '\n') ||
+				       t[j] == 0x7f))
+				g_string_append_printf(clean, "\\x%02x", t[j]);
+			else
+				g_string_append_c(clean, (char)t[j]);
+		}
+		ha_kmsg_format(out, r->ts, clean->str, clean->len);
+	}
+}
+
+static void json_recs(JsonBuilder *b, const char *name, GArray *recs, guint from, guint to)
+{
+	json_builder_set_member_name(b, name);
+	json_builder_begin_array(b);
+	for (guint i = from; i < to; i++) {
+		const Rec *r = &g_array_index(recs, Rec, i);
+		gsize len;
+		const char *t = g_bytes_get_data(r->text, &len);
+		g_autofree char *s = g_strndup(t ? t : "", len);
+
+		json_builder_begin_object(b);
+		ha_json_member_int(b, "seq", r->seq);
+		ha_json_member_u64(b, "ts_nsec", r->ts);
+		ha_json_member_str(b, "text", s);
+		json_builder_end_object(b);
+	}
+	json_builder_end_array(b);
+}
+
+typedef struct {
+	char *status, *source, *message, *osrelease;
+	int64_t time, dump_bytes, dump_ms, recover_ms, kernel_offset, records, skipped;
+	bool found;
+} PmRow;
+
+static void pm_row_clear(PmRow *p)
+{
+	g_free(p->status);
+	g_free(p->source);
+	g_free(p->message);
+	g_free(p->osrelease);
+}
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? g_strdup((const char *)t) : NULL;
+}
+
+static int64_t col_opt(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+static bool load_pm(HaStore *s, int64_t boot, PmRow *p, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT status, source, message, osrelease, time,"
+					 " dump_bytes, dump_ms, recover_ms, kernel_offset,"
+					 " kmsg_records, kmsg_skipped FROM postmortems"
+					 " WHERE boot = ?", error);
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		p->found = true;
+		p->status = col_text(st, 0);
+		p->source = col_text(st, 1);
+		p->message = col_text(st, 2);
+		p->osrelease = col_text(st, 3);
+		p->time = sqlite3_column_int64(st, 4);
+		p->dump_bytes = col_opt(st, 5);
+		p->dump_ms = col_opt(st, 6);
+		p->recover_ms = col_opt(st, 7);
+		p->kernel_offset = col_opt(st, 8);
+		p->records = sqlite3_column_int64(st, 9);
+		p->skipped = sqlite3_column_int64(st, 10);
+	}
+	sqlite3_reset(st);
+	return true;
+}
+
+/* The boot --boot names, or the newest with a post-mortem, or the newest. */
+static int64_t pick_boot(HaStore *s, const HaReportOpts *o, GError **error)
+{
+	g_autoptr(GArray) ids = NULL;
+	sqlite3_stmt *st;
+	int64_t boot = 0;
+
+	if (!o->boot) {
+		st = ha_store_stmt(s, "SELECT MAX(boot) FROM postmortems", error);
+		if (!st)
+			return -1;
+		if (sqlite3_step(st) == SQLITE_ROW)
+			boot = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (boot > 0)
+			return boot;
+	}
+	ids = ha_rp_select_boots(s, o->boot, error);
+	if (!ids)
+		return -1;
+	if (ids->len == 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no boot %s",
+			    o->boot ? o->boot : "in the store");
+		return -1;
+	}
+	return g_array_index(ids, int64_t, ids->len - 1);
+}
+
+bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		      GError **error)
+{
+	g_autoptr(GArray) recs = NULL;
+	g_autofree char *uuid = NULL, *ended = NULL, *release = NULL, *end_s = NULL;
+	g_autofree char *pm_s = NULL;
+	PmRow pm = { 0 };
+	int64_t boot, end_time = 0;
+	guint panic = G_MAXUINT, start = 0, end = 0, before, limit;
+	sqlite3_stmt *st;
+
+	(void)dw;
+	boot = pick_boot(s, o, error);
+	if (boot < 0)
+		return false;
+	st = ha_store_stmt(s, "SELECT ended, end_time, release FROM boots WHERE id = ?", error);
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		ended = col_text(st, 0);
+		end_time = sqlite3_column_int64(st, 1);
+		release = col_text(st, 2);
+	}
+	sqlite3_reset(st);
+	uuid = ha_rp_boot_uuid(s, boot);
+	if (!load_pm(s, boot, &pm, error) || !(recs = load_kmsg(s, boot, error))) {
+		pm_row_clear(&pm);
+		return false;
+	}
+	/* the panic, the crash report's first record, its last */
+	for (guint i = recs->len; i-- > 0;) {
+		if (text_starts(&g_array_index(recs, Rec, i), "Kernel panic - not syncing")) {
+			panic = i;
+			break;
+		}
+	}
+	if (panic != G_MAXUINT) {
+		start = panic;
+		for (guint i = panic; i > 0 && panic - i < BURST_MAX; i--) {
+			const Rec *a = &g_array_index(recs, Rec, i - 1);
+			const Rec *b = &g_array_index(recs, Rec, i);
+
+			if (b->ts - a->ts > BURST_GAP_NS || b->ts < a->ts)
+				break;
+			if (starts_report(a))
+				start = i - 1;
+		}
+		end = panic + 1;
+		for (guint i = panic + 1; i < recs->len; i++) {
+			if (text_has(&g_array_index(recs, Rec, i), "---[ end Kernel panic")) {
+				end = i + 1;
+				break;
+			}
+		}
+		if (end == panic + 1)
+			end = recs->len;	/* no end line: everything after it */
+	} else {
+		start = end = recs->len;
+	}
+	limit = o->limit ? o->limit : BEFORE_DEFAULT;
+	before = start > limit ? start - limit : 0;
+	end_s = ha_rp_fmt_time(end_time);
+	pm_s = ha_rp_fmt_time(pm.time);
+	if (o->json) {
+		g_autoptr(JsonBuilder) b = json_builder_new();
+		g_autoptr(GString) oops = g_string_new(NULL);
+
+		append_lines(oops, recs, start, end, false);
+		json_builder_begin_object(b);
+		ha_json_member_int(b, "boot", boot);
+		ha_json_member_str(b, "boot_id", uuid);
+		ha_json_member_str(b, "kernel", release);
+		ha_json_member_str(b, "ended", ended ? ended : "running");
+		ha_json_member_int(b, "end_time_us", end_time);
+		json_builder_set_member_name(b, "postmortem");
+		if (!pm.found) {
+			json_builder_add_null_value(b);
+		} else {
+			json_builder_begin_object(b);
+			ha_json_member_str(b, "status", pm.status);
+			ha_json_member_str(b, "source", pm.source);
+			ha_json_member_str(b, "message", pm.message);
+			ha_json_member_int(b, "time_us", pm.time);
+			ha_json_member_int(b, "dump_bytes", pm.dump_bytes);
+			ha_json_member_int(b, "dump_ms", pm.dump_ms);
+			ha_json_member_int(b, "recover_ms", pm.recover_ms);
+			ha_json_member_str(b, "osrelease", pm.osrelease);
+			ha_json_member_int(b, "kernel_offset", pm.kernel_offset);
+			ha_json_member_int(b, "kmsg_records", pm.records);
+			ha_json_member_int(b, "kmsg_skipped", pm.skipped);
+			json_builder_end_object(b);
+		}
+		json_builder_set_member_name(b, "panic");
+		if (panic == G_MAXUINT) {
+			json_builder_add_null_value(b);
+		} else {
+			const Rec *r = &g_array_index(recs, Rec, panic);
+			gsize len;
+			const char *t = g_bytes_get_data(r->text, &len);
+			g_autofree char *p = g_strndup(t, len);
+
+			ha_json_add_str(b, p);
+		}
+		ha_json_member_str(b, "oops_text", oops->str);
+		json_recs(b, "oops", recs, start, end);
+		json_recs(b, "before", recs, before, start);
+		ha_json_member_str(b, "events", "not recovered yet: only the kernel log is");
+		json_builder_end_object(b);
+		ha_json_append(out, b);
+		g_string_append_c(out, '\n');
+		pm_row_clear(&pm);
+		return true;
+	}
+	g_string_append_printf(out, "Boot %" PRId64 " (%s, kernel %s) ended %s at %s UTC\n",
+			       boot, uuid, release ? release : "?", ended ? ended : "running"
+			       " (not ended)", end_s);
+	if (!pm.found) {
+		g_string_append(out, "Post-mortem: none (the guest's memory was not read: no"
+				" --qmp, a panic action other than pause, or not a crash)\n");
+		pm_row_clear(&pm);
+		return true;
+	}
+	g_string_append_printf(out, "Post-mortem: %s, %s at %s UTC", pm.status, pm.source,
+			       pm_s);
+	if (pm.dump_bytes > 0)
+		g_string_append_printf(out, ": %" PRId64 " MiB of guest memory", pm.dump_bytes >> 20);
+	if (pm.dump_ms >= 0)
+		g_string_append_printf(out, ", dumped in %.1f s", pm.dump_ms / 1e3);
+	if (pm.recover_ms >= 0)
+		g_string_append_printf(out, ", read in %.3f s", pm.recover_ms / 1e3);
+	g_string_append_c(out, '\n');
+	if (pm.osrelease || pm.kernel_offset >= 0)
+		g_string_append_printf(out, "Dump's kernel: %s, KASLR offset 0x%" PRIx64 "\n",
+				       pm.osrelease ? pm.osrelease : "?",
+				       (uint64_t)MAX(pm.kernel_offset, 0));
+	if (pm.message)
+		g_string_append_printf(out, "Not recovered: %s\n", pm.message);
+	g_string_append_printf(out, "Kernel log: %" PRId64 " records recovered", pm.records);
+	if (pm.skipped)
+		g_string_append_printf(out, ", %" PRId64 " unreadable", pm.skipped);
+	g_string_append(out, "\nEvents after the last streamed ones: not recovered (only the"
+			" kernel log is, so far)\n");
+	if (panic == G_MAXUINT) {
+		g_string_append(out, "\nNo panic message in the recovered log. Its last lines:\n");
+		append_lines(out, recs, recs->len > limit ? recs->len - limit : 0, recs->len,
+			     true);
+		pm_row_clear(&pm);
+		return true;
+	}
+	{
+		const Rec *r = &g_array_index(recs, Rec, panic);
+		gsize len;
+		const char *t = g_bytes_get_data(r->text, &len);
+
+		g_string_append_printf(out, "\nPanic: %.*s\n", (int)MIN(len, 4096), t);
+	}
+	g_string_append_printf(out, "\nThe crash report (%u lines of the kernel log):\n",
+			       end - start);
+	append_lines(out, recs, start, end, true);
+	g_string_append_printf(out, "\nThe %u lines before it:\n", start - before);
+	append_lines(out, recs, before, start, true);
+	pm_row_clear(&pm);
+	return true;
+}
