@@ -29,6 +29,7 @@ struct _HaCore {
 	uint8_t *note_bytes;	/* every PT_NOTE's bytes, one after the other */
 	size_t note_len;
 	guint last;		/* the segment the last read hit (reads are local) */
+	uint64_t bytes_read;	/* by file_read() */
 };
 
 static uint16_t le16(const uint8_t *p)
@@ -60,6 +61,7 @@ static bool file_read(HaCore *c, uint64_t off, void *buf, size_t len)
 {
 	if (off > c->size || len > c->size - off)
 		return false;
+	c->bytes_read += len;
 	if (c->fd < 0) {
 		memcpy(buf, c->mem + off, len);
 		return true;
@@ -336,4 +338,9 @@ uint64_t ha_core_ram_bytes(const HaCore *c)
 guint ha_core_nr_loads(const HaCore *c)
 {
 	return c->loads->len;
+}
+
+uint64_t ha_core_bytes_read(const HaCore *c)
+{
+	return c->bytes_read;
 }

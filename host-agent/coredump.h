@@ -55,6 +55,8 @@ bool ha_core_read_phys(HaCore *c, uint64_t paddr, void *buf, size_t len);
 
 /* The guest RAM the core holds: the sum of the PT_LOAD segments' file bytes. */
 uint64_t ha_core_ram_bytes(const HaCore *c);
+/* How many bytes of the file the reads so far took (headers, notes, memory). */
+uint64_t ha_core_bytes_read(const HaCore *c);
 /* How many PT_LOAD segments. */
 guint ha_core_nr_loads(const HaCore *c);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * main.c - host-agent: the daemon (options, main loop, signals) and the commands
- * (report, export, attach, detach, ship), each with its own options and --help, from
+ * (report, export, attach, detach, ship, recover), each with its own options and --help, from
  * one table (commands[] below). Exit status: 0 success, 1 a runtime failure (no store,
  * a store, file or connection that could not be opened, a failed query), 2 a usage
  * error (an unknown command or option, a bad value) or a command this build lacks.
@@ -30,6 +30,7 @@
 #endif
 #include "postmortem.h"
 #include "qmp.h"
+#include "store-postmortem.h"
 #include "report.h"
 #include "source.h"
 #include "proto.h"
@@ -619,6 +620,12 @@ static const GOptionEntry libvirt_entries[] = {
 	G_OPTION_ENTRY_NULL,
 };
 
+static const GOptionEntry recover_entries[] = {
+	E_STR("boot", boot, "The boot the dump is of (default: the newest crashed one)",
+	      "BOOT"),
+	G_OPTION_ENTRY_NULL,
+};
+
 static const GOptionEntry ship_entries[] = {
 	E_STR("host", watch.host, "This host's name in the fleet store (default: the host"
 	      " name)", "NAME"),
@@ -667,6 +674,56 @@ static int cmd_ship(int argc, char **argv)
 	return run_ship(&opt.cfg, &opt.watch, argc, argv);
 }
 
+/* `recover CORE`: a crashed guest's ELF core (dump-guest-memory, virsh dump
+ * --memory-only) into a crashed boot of the store, as the daemon does after a
+ * paused panic (postmortem.h). */
+static int cmd_recover(int argc, char **argv)
+{
+	g_autoptr(GError) e = NULL;
+	g_autoptr(HaStore) store = NULL;
+	g_autofree char *db = ha_config_db_path(&opt.cfg);
+	int64_t boot;
+
+	if (argc != 1) {
+		g_printerr("host-agent recover: usage: recover CORE [--boot N]\n");
+		return 2;
+	}
+	if (!g_file_test(db, G_FILE_TEST_EXISTS)) {
+		g_printerr("host-agent recover: no store for domain %s (%s)\n", opt.cfg.domain,
+			   db);
+		return 1;
+	}
+	store = ha_store_open(db, false, &e);
+	if (!store) {
+		g_printerr("host-agent recover: %s\n", e->message);
+		return 1;
+	}
+	if (opt.boot) {
+		g_autoptr(GArray) ids = ha_report_select_boots(store, opt.boot, &e);
+
+		if (!ids || ids->len != 1) {
+			g_printerr("host-agent recover: --boot %s: %s\n", opt.boot,
+				   e ? e->message : "not one boot");
+			return 2;
+		}
+		boot = g_array_index(ids, int64_t, 0);
+	} else {
+		boot = ha_store_pm_crashed_boot(store, 0, &e);
+		if (boot <= 0) {
+			g_printerr("host-agent recover: %s\n", e ? e->message :
+				   "no crashed boot in the store (--boot N names one)");
+			return 1;
+		}
+	}
+	if (!ha_postmortem_recover(store, boot, argv[0], -1, &e)) {
+		g_printerr("host-agent recover: boot %" G_GINT64_FORMAT ": %s\n", boot,
+			   e->message);
+		return 1;
+	}
+	printf("boot %" G_GINT64_FORMAT ": kernel log recovered from %s\n", boot, argv[0]);
+	return 0;
+}
+
 typedef struct {
 	const char *name;
 	const char *params;	/* --help's usage line, after the name */
@@ -695,6 +752,11 @@ static const HaCommand commands[] = {
 	  "Copy a store's boots (a .db file, or a domain name in --state-dir) into the\n"
 	  "fleet store, ClickHouse at URL.",
 	  ship_entries, cmd_ship },
+	{ "recover", "CORE", "Read a crashed guest's kernel log from its memory dump",
+	  "Read the kernel log (panic, oops, backtrace) of a crashed guest from its ELF\n"
+	  "memory dump (QMP dump-guest-memory, virsh dump --memory-only) into the\n"
+	  "store's crashed boot; the daemon does this itself after a paused panic.",
+	  recover_entries, cmd_recover },
 };
 
 static const char exit_status_help[] =
@@ -765,7 +827,7 @@ int main(int argc, char **argv)
 	}
 	if (!cmd && argc > 1) {
 		g_printerr("host-agent: unknown command '%s' (commands: report, export, attach,"
-			   " detach, ship; the command comes first; try --help)\n", argv[1]);
+			   " detach, ship, recover; the command comes first; try --help)\n", argv[1]);
 		return 2;
 	}
 	opt.cfg.quota_mb = opt.quota_mb;

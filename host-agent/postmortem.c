@@ -79,6 +79,10 @@ bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
 			g_clear_pointer(&k, ha_kmsg_free);
 	}
 	row.recover_ms = (g_get_monotonic_time() - t0) / 1000;
+	if (core)
+		g_message("post-mortem: read %" PRIu64 " bytes of the %" PRIu64 " MiB dump in"
+			  " %" PRId64 " ms: %s", ha_core_bytes_read(core), row.dump_bytes >> 20,
+			  row.recover_ms, k ? "kernel log recovered" : e->message);
 	if (k) {
 		row.status = k->skipped ? "partial" : "recovered";
 		if (k->skipped)

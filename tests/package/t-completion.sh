@@ -45,7 +45,7 @@ expect() {
 
 # Each command's long options, as its --help lists them, against the completion's.
 n=0
-for c in "" report export attach detach ship; do
+for c in "" report export attach detach ship recover; do
 	want=$("$ha" $c --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+' |
 		grep -oE -- '--[a-z-]+' | sort -u | tr '\n' ' ' | sed 's/ $//')
 	[ -n "$want" ] || fail "host-agent $c --help lists no option"
@@ -54,11 +54,11 @@ for c in "" report export attach detach ship; do
 		fail "host-agent ${c:+$c }--<TAB>: '$got', --help lists '$want'"
 	n=$((n + $(wc -w <<<"$want")))
 done
-ok "each command's --<TAB> is exactly its --help's long options ($n in six lists)"
+ok "each command's --<TAB> is exactly its --help's long options ($n in seven lists)"
 
-expect "attach detach export report ship" ""
+expect "attach detach export recover report ship" ""
 expect "report" rep
-expect "boots events flamegraph folded stack top" report ""
+expect "boots events flamegraph folded postmortem stack top" report ""
 expect "flamegraph folded" report f
 expect "boots events folded top" report --clickhouse http://ch:8123/ ""
 expect "boots events folded top" report --clickhouse=http://ch:8123/ ""
