@@ -141,7 +141,8 @@ static void test_boot_rows(const char *dir)
 				 " DROP TRIGGER boot_rows_stack_add;"
 				 " DROP TRIGGER boot_rows_stack_del; DROP TRIGGER boot_rows_gap_add;"
 				 " DROP TRIGGER boot_rows_gap_del; DROP TABLE boot_rows;"
-				 " PRAGMA user_version = 3", &e);
+				 " DROP TRIGGER postmortem_gone; DROP TABLE postmortems;"
+				 " DROP TABLE kmsg; PRAGMA user_version = 3", &e);
 	ha_store_free(s);
 	CHECK(ok, "made a schema 3 store (%s)", e ? e->message : "ok");
 	s = ha_store_open(path, false, &e);
