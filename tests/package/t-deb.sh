@@ -176,7 +176,7 @@ words=$(chroot "$R" bash --norc -c '. /usr/share/bash-completion/bash_completion
 	COMP_WORDS=(host-agent report ""); COMP_CWORD=2; _host_agent; printf "%s " "${COMPREPLY[@]}"
 	COMP_WORDS=(host-agent export --dat); COMP_CWORD=2; _host_agent; printf "%s" "${COMPREPLY[@]}"') ||
 	fail "bash-completion does not load the installed completion"
-[ "$words" = "report boots top events stack folded flamegraph --dat-version" ] ||
+[ "$words" = "report boots top events stack folded flamegraph postmortem --dat-version" ] ||
 	fail "completion: '$words'"
 ok "bash completion: loaded by bash-completion; commands, report verbs, an option"
 
