@@ -87,7 +87,7 @@ def t_demo(a):
     log('the demo store holds every event from boot, and the crash report of its panic')
 
 
-KLINE = re.compile(r'^\[ *\d+\.\d{6}\] ')
+KLINE = sm.KLINE
 
 
 def postmortem_checks(a, state, console):
@@ -116,13 +116,7 @@ def postmortem_checks(a, state, console):
              l.endswith('] sysrq: Trigger a crash')]
     if not start:
         return fails + ['no sysrq line on the console']
-    want = []
-    for l in lines[start[-1]:]:
-        if not KLINE.match(l):
-            continue
-        want.append(l)
-        if '---[ end Kernel panic' in l:
-            break
+    want = sm.console_crash_report(console)
     got = pm['oops_text'].rstrip('\n').split('\n')
     log('crash report: %d lines on the console, %d stored; backtrace lines stored: %d'
         % (len(want), len(got), len([l for l in got if re.search(r'\] +\w+\+0x', l)])))

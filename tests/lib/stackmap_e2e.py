@@ -704,3 +704,28 @@ def stream_boot(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
     except BaseException:
         run.abort()
         raise
+
+
+KLINE = re.compile(r'^\[ *\d+\.\d{6}\] ')
+# The first line of a crash report on the console, as report postmortem starts it.
+CRASH_FIRST = re.compile(r'^\[ *\d+\.\d{6}\] (sysrq: Trigger a crash|BUG: |Oops|'
+                         r'general protection fault|Kernel panic - not syncing)')
+
+
+def console_crash_report(text):
+    """The console's kernel lines of the last crash report: from the first line of the
+    burst that starts it (CRASH_FIRST, the first after the last "PANIC" marker when
+    there is one) to the panic's "---[ end Kernel panic" line, as report postmortem
+    --json's oops_text has them. [] when there is none."""
+    lines = [l for l in text.replace('\r', '').split('\n') if KLINE.match(l)]
+    mark = [i for i, l in enumerate(lines) if 'STACKMAP-E2E: PANIC' in l]
+    lo = mark[-1] + 1 if mark else 0
+    first = [i for i in range(lo, len(lines)) if CRASH_FIRST.match(lines[i])]
+    if not first:
+        return []
+    out = []
+    for l in lines[first[0]:]:
+        out.append(l)
+        if '---[ end Kernel panic' in l:
+            break
+    return out
