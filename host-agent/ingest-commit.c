@@ -15,8 +15,11 @@
  *            connection failed: nothing of the batch, nor anything later, acknowledged
  *
  * While a flight is written its store is lent to the commit thread (ha_store_lend(),
- * store.h). The connection's thread does not touch it meanwhile, except to apply a
- * frame that writes rows, which then waits for the write to finish.
+ * store.h). The connection's thread does not touch it meanwhile: it applies PAGE
+ * frames into its other batch (an inline stack new to the connection under a
+ * provisional key, ingest-batch.c) and holds any frame that writes rows until the
+ * flight is done (ha_conn_process()). A merge of small chunks (compact.h) is a
+ * flight too, so a connection's merges never overlap its commits.
  *
  * Crash safety is the store's: the batch's rows, its chunks and the stream's next
  * sequence number commit in one transaction, and the ACK follows it. A crash at any
