@@ -34,7 +34,7 @@ Ground truth (the heart of every scenario):
     the host's count larger. (Equal (cpu, ts, text) tuples are no evidence: under
     TCG the trace clock is coarse, and a names_cache object freed and reallocated
     gives the same text at the same timestamp many times over.)
-  * Per event, from known call chains (kernel patch 0007). From before
+  * Per event, from known call chains (kernel patch 0010). From before
     stackmap-guestd starts to the end (or the panic), a background loop in the
     guest fires stackmap_test:chain events (fields chain, seq) from four known
     call chains through <debugfs>/ftrace_stackmap_test_chains, alongside the
@@ -151,15 +151,17 @@ def host_sym(frame):
 
 def symbol_table(kout, run):
     """The guest's System.map at this boot's KASLR slide (its TEXT marker), plus the
-    module symbols it sent from /proc/kallsyms (modsyms.txt, if any):
+    module symbols it sent from /proc/kallsyms (hooksyms.txt: the test hooks when
+    they are a module; modsyms.txt: the test module of mode module; if any):
     sm.SymbolTable.sym_offs() gives every "name+0xoff" rendering of an address, since
     aliases (__x64_sys_vfork, __do_sys_vfork) share one and the guest and host may pick
     different ones."""
     slide = sm.kaslr_slide(kout, run.markers())
     log('KASLR slide of this boot: %#x' % slide)
     syms = sm.SymbolTable(os.path.join(kout, 'System.map'), slide)
-    if run.has_file('modsyms.txt'):
-        syms.add_kallsyms(run.file('modsyms.txt').decode())
+    for f in ('hooksyms.txt', 'modsyms.txt'):
+        if run.has_file(f):
+            syms.add_kallsyms(run.file(f).decode())
     return syms
 
 
@@ -213,7 +215,7 @@ def check_events(run, events, maps, syms, full_ok=True):
     return kinds, unverified
 
 
-# The known call chains of guest-kernel/patches/0007 (trace_stackmap_test.c):
+# The known call chains of guest-kernel/patches/0010 (trace_stackmap_test.c):
 # chain C calls C + 1 functions of its own, in this order, the last one calls the
 # shared leaf, which fires stackmap_test:chain (chain=C seq=N).
 NR_CHAINS = 4
@@ -252,7 +254,7 @@ def guest_chains(run):
 
 
 def check_chains(run, evs, b, mode, guest=None, panic_ts=None, window_ns=None):
-    """Per-event ground truth from the known call chains (patch 0007).
+    """Per-event ground truth from the known call chains (patch 0010).
 
     Every stored stackmap_test:chain event must carry a stack (stack_id or full)
     whose frames are, innermost first, the tracepoint, the shared leaf, its own

@@ -31,7 +31,7 @@
 #   stats.txt    per-CPU stats after the agent exited
 #   chains.txt   <debugfs>/ftrace_stackmap_test_chains at the end: "C COUNT",
 #                the stackmap_test:chain events each known call chain fired
-#                (patch 0007), read after the emitter stopped
+#                (patch 0010), read after the emitter stopped
 # Known call chains: from before stackmap-guestd starts to the end (or the
 # panic), a background loop writes "C N" (N = 1..5) for each chain C = 0..3
 # to ftrace_stackmap_test_chains every 20 ms, alongside the slab workload.
@@ -50,6 +50,8 @@
 # (map-E-racy.txt, module frames still named), rmmod while tracing goes on,
 # trace_marker "e2s-unloaded", more workload. modsyms.txt: the module's
 # /proc/kallsyms lines; "MODULE-UNLOADED allocations=N" on the console.
+# hooksyms.txt (every mode, at the start): the /proc/kallsyms lines of the test
+# hooks' module, trace_stackmap_test, when they are one (the real guest).
 # In mode block: mke2fs + mount of the virtio-blk disk /dev/vda, then dd with
 # conv=fsync to a file on it alongside the workload ("BLOCK-IO rounds=N").
 # In mode clockreset: before stackmap-guestd starts, with tracing paused, the
@@ -203,7 +205,13 @@ hold_watch() {
 }
 
 say "E2S mode=$mode seconds=$seconds epoch=$(epoch) bits: $(tr '\n' ' ' < $T/stack_map_stat)"
-[ -w $CH ] || fail "no $CH (kernel without patch 0007?)"
+# The test hooks' own symbols when they are a module (the real guest): their chain
+# frames are module addresses the host checks against these. Sent now, so that a
+# run that ends in a panic has them too.
+if grep '\[trace_stackmap_test\]$' /proc/kallsyms > /tmp/hooksyms.txt; then
+	emit hooksyms.txt /tmp/hooksyms.txt
+fi
+[ -w $CH ] || fail "no $CH (kernel without patch 0010, or its module not loaded?)"
 grep -qx 'stackmap_test:chain' $T/set_event || fail "stackmap_test:chain is not enabled"
 chains &
 CHAINS=$!
@@ -398,7 +406,7 @@ fi
 cat $T/per_cpu/cpu*/stats > /tmp/stats.txt
 # A CPU whose stats still count entries after the agent drained it: keep what
 # tells "not yet readable" from "lost for good" (what the reader race patch
-# 0008 fixes looked like: the iterator shows nothing, and after one more
+# 0001 fixes looked like: the iterator shows nothing, and after one more
 # event on that CPU and a full drain the count is unchanged).
 : > /tmp/unread.txt
 unread=$(for d in $T/per_cpu/cpu*; do
