@@ -239,8 +239,11 @@ static gboolean on_done(gpointer user)
 	g_autoptr(GError) e = NULL;
 	bool ok = ingest_commit_wait(c, &e);
 
-	/* the next batch filled up meanwhile (or the input ran dry): commit it now */
-	if (ok && c->flush_due) {
+	/* The next batch filled up meanwhile (or the input ran dry): commit it now,
+	 * unless a frame is held for this commit: that one is applied first (and the
+	 * frames after it), the commit still due at the next input dry or full batch,
+	 * rather than it waiting for one more commit. */
+	if (ok && c->flush_due && !c->has_held) {
 		c->flush_due = false;
 		c->paused = false;
 		ok = ingest_commit(c, false, &e);
@@ -312,7 +315,9 @@ bool ingest_compact_start(HaConn *c)
 {
 	IngestFlight *f;
 
-	if (!c->committed || c->flight || !c->hello || c->failed ||
+	/* only while no batch is open: a merge never delays a commit (the frames it
+	 * would hold up open no transaction when they are PAGEs: pending_since) */
+	if (!c->committed || c->flight || !c->hello || c->failed || c->pending_since ||
 	    ha_store_in_txn(c->store))
 		return false;
 	f = g_new0(IngestFlight, 1);
