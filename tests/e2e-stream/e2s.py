@@ -3,9 +3,10 @@
 with stackmap-guestd to the real host-agent (suite e2e).
 
 Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--ticker PATH]
-              [--workdir DIR] [--seed N] [--crash-runs N]
+              [--workdir DIR] [--seed N] [--crash-runs N] [--panics LIST]
 
-Scenarios: steady, resets, crash, kill, late, full and the window-overflow paths
+Scenarios: steady, resets, crash, kill, late, full, postmortem (t_postmortem: the
+kernel log recovered from a panicked guest's memory) and the window-overflow paths
 (OVERFLOW_PATHS: late-overflow, late-overflow-meta, live-overflow,
 live-overflow-after-epoch); see SCENARIOS below.
 
@@ -93,6 +94,9 @@ import json
 import os
 import random
 import re
+import shutil
+import struct
+import subprocess
 import sys
 import tarfile
 import time
@@ -909,9 +913,191 @@ def t_clockreset(args):
     run.cleanup()
 
 
+# What each context's crash report must show: its panic message, and a frame of the
+# backtrace that only that context has (the timer callback's own frame is gone: gcc
+# makes its call of stackmap_testmod_oops() a tail call; the RIP line names that).
+PM_CONTEXTS = {
+    'sysrq': ('Kernel panic - not syncing: sysrq triggered crash', 'sysrq_handle_crash'),
+    'null': ('Kernel panic - not syncing: Fatal exception', 'testmod_crash_write'),
+    'timer': ('Kernel panic - not syncing: Fatal exception in interrupt', 'call_timer_fn'),
+    'panic': ('Kernel panic - not syncing: stackmap_testmod: panic on request',
+              'testmod_crash_write'),
+}
+
+
+def core_layout(path):
+    """(PT_LOAD segments [(paddr, offset, size)], VMCOREINFO {key: value}) of an ELF
+    core, read here independently of host-agent's parser."""
+    with open(path, 'rb') as f:
+        eh = f.read(64)
+        phoff, = struct.unpack_from('<Q', eh, 32)
+        phnum, = struct.unpack_from('<H', eh, 56)
+        f.seek(phoff)
+        ph = f.read(56 * phnum)
+        loads, vmci = [], {}
+        for k in range(phnum):
+            typ, _, off, _, paddr, filesz = struct.unpack_from('<IIQQQQ', ph, 56 * k)
+            if typ == 1:
+                loads.append((paddr, off, filesz))
+            elif typ == 4:
+                f.seek(off)
+                notes, at = f.read(filesz), 0
+                while at + 12 <= len(notes):
+                    nsz, dsz, _ = struct.unpack_from('<III', notes, at)
+                    name = notes[at + 12:at + 12 + nsz].rstrip(b'\0')
+                    d0 = at + 12 + (nsz + 3) // 4 * 4
+                    if name == b'VMCOREINFO':
+                        for line in notes[d0:d0 + dsz].decode().split('\n'):
+                            if '=' in line:
+                                key, val = line.split('=', 1)
+                                vmci.setdefault(key, val)
+                    at = d0 + (dsz + 3) // 4 * 4
+    return loads, vmci
+
+
+def corrupt_checks(run, core, nevs, good):
+    """A real dump made hostile on purpose (the guest's memory scribbled over where
+    the printk ring's structures are, or the file cut short), fed to `host-agent
+    recover` into the same crashed boot: each is refused or read in part, never a
+    crash, the report says what could not be recovered, and every streamed event is
+    still there; the good dump then recovers the same crash report again."""
+    loads, vi = core_layout(core)
+
+    def file_off(va):
+        pa = va - 0xffffffff80000000 + int(vi['NUMBER(phys_base)'])
+        for paddr, off, size in loads:
+            if paddr <= pa < paddr + size:
+                return off + pa - paddr
+        raise AssertionError('0x%x not in the dump' % va)
+
+    def recover(path):
+        return subprocess.run([run.args.host_agent, 'recover', path, '--state-dir',
+                               run.state, '--domain-name', sm.DOMAIN],
+                              capture_output=True, text=True)
+
+    bad = core + '.bad'
+    with open(core, 'rb') as f:
+        prb_ptr = file_off(int(vi['SYMBOL(prb)'], 16))
+        f.seek(prb_ptr)
+        rb, = struct.unpack('<Q', f.read(8))
+    off_rb = file_off(rb)
+    cases = [
+        # count_bits of the descriptor ring: 2^60 records
+        ('descriptor count 2^60', off_rb + int(vi['OFFSET(prb_desc_ring.count_bits)']),
+         struct.pack('<I', 60), 'failed', 'corrupt'),
+        # the descs pointer into unmapped space
+        ('descriptor array pointer wild',
+         off_rb + int(vi['OFFSET(prb_desc_ring.descs)']),
+         struct.pack('<Q', 0xffffc90000000000 - 4096), 'partial', 'could not be read'),
+        # the prb pointer itself NULL
+        ('prb NULL', prb_ptr, struct.pack('<Q', 0), 'failed', 'not mapped'),
+    ]
+    for what, at, data, want_status, want_msg in cases:
+        shutil.copyfile(core, bad)
+        with open(bad, 'r+b') as f:
+            f.seek(at)
+            f.write(data)
+        r = recover(bad)
+        pm = run.report('postmortem')['postmortem']
+        log('corrupted dump (%s): recover exit %d: %s; stored: %s: %s' % (
+            what, r.returncode, (r.stderr or r.stdout).strip()[:160], pm['status'],
+            pm['message']))
+        check(r.returncode in (0, 1) and pm['status'] == want_status and
+              want_msg in (pm['message'] or ''), 'corrupted dump (%s): status %s (%s),'
+              ' want %s (%s)' % (what, pm['status'], pm['message'], want_status, want_msg))
+    shutil.copyfile(core, bad)
+    with open(bad, 'r+b') as f:
+        f.truncate(os.path.getsize(core) // 2)
+    r = recover(bad)
+    pm = run.report('postmortem')['postmortem']
+    log('truncated dump: recover exit %d: %s' % (r.returncode, r.stderr.strip()[:160]))
+    check(r.returncode == 1 and pm['status'] == 'failed' and 'truncated' in pm['message'],
+          'truncated dump: %s (%s)' % (pm['status'], pm['message']))
+    evs = run.report('events', '-n', '100000000')['events']
+    check(len(evs) == nevs, 'the streamed events changed: %d, were %d' % (len(evs), nevs))
+    r = recover(core)
+    pm = run.report('postmortem')
+    check(r.returncode == 0 and pm['postmortem']['status'] == 'recovered' and
+          pm['oops_text'].rstrip('\n').split('\n') == good,
+          'the good dump after the bad ones: %s' % pm['postmortem'])
+    os.unlink(bad)
+    os.unlink(core)
+    log('corrupted dumps: 3 scribbled and 1 truncated refused or read in part, the %d'
+        ' streamed events intact, the good dump recovered again' % nevs)
+
+
+def t_postmortem(args):
+    """The post-mortem of a panic: QEMU pauses the panicked guest (launch --on-panic
+    pause), host-agent (--qmp) dumps its memory, recovers the kernel log into the
+    crashed boot and quits QEMU. For each context of --panics (sysrq, null, timer,
+    panic; CI runs one): report postmortem --json says recovered, with the context's
+    panic message, and its crash report equals the console's line for line, with a
+    Call Trace through the context's own function; the streamed boot is intact (ended
+    crashed, no malformed frame, every stored event's chunk readable); the dump was
+    deleted. Figures: GUEST_PANICKED to the post-mortem stored, the dump's time."""
+    kout, initrd = sm.build_stream(args)
+    figures = []
+    for i, ctx in enumerate(args.panics.split(',')):
+        want_panic, want_frame = PM_CONTEXTS[ctx]
+        log('--- post-mortem %d: panic from %s' % (i, ctx))
+        run = sm.StreamRun(args, 'postmortem-%d-%s' % (i, ctx), BOOT_TRACE + [
+            'stackmap.e2s_mode=postmortem', 'stackmap.e2s_panic=' + ctx,
+            'stackmap.e2s_seconds=3'], launch_extra=['--on-panic', 'pause'])
+        try:
+            run.start_agent(['--dump-keep'] if i == 0 else [])
+            proc = run.launch(initrd, kout)
+            rc = proc.wait()
+            run.stop_after_crash()
+        except BaseException:
+            run.abort()
+            raise
+        text = run.text()
+        check('STACKMAP-E2E: PANIC ' + ctx in text, 'the guest did not reach the %s crash'
+              ' (launch %d)' % (ctx, rc))
+        b, evs, _ = common_checks(run, expect_ended='crashed')
+        check(evs, 'no event stored before the crash')
+        pm = run.report('postmortem')
+        p = pm['postmortem']
+        check(p, 'no post-mortem stored (host-agent log: %s)' % run.agent_log()[-2000:])
+        log('post-mortem %d (%s): %s' % (i, ctx, json.dumps(p)))
+        check(p['status'] == 'recovered', 'post-mortem %s: %s' % (p['status'], p['message']))
+        check(pm['panic'] == want_panic, 'panic message %r, want %r' % (pm['panic'],
+                                                                         want_panic))
+        want = sm.console_crash_report(text)
+        got = pm['oops_text'].rstrip('\n').split('\n')
+        diff = [(j, w, g) for j, (w, g) in enumerate(zip(want, got)) if w != g][:3]
+        check(want and got == want, 'the stored crash report is not the console\'s: %d'
+              ' lines stored, %d on the console, first differences %s'
+              % (len(got), len(want), diff))
+        check(any('Call Trace:' in l for l in got), 'no Call Trace in the crash report')
+        check(any(want_frame in l for l in got), 'no %s frame in the crash report'
+              % want_frame)
+        core = os.path.join(run.state, sm.DOMAIN + '.core')
+        if i == 0:
+            check(os.path.exists(core), 'the dump was not kept (--dump-keep)')
+            corrupt_checks(run, core, len(evs), got)
+        else:
+            check(not os.path.exists(core), 'the dump was not deleted')
+        m = re.search(r'post-mortem of boot \d+ ready ([\d.]+) s after GUEST_PANICKED'
+                      r' \(dump ([\d.]+) s\)', run.agent_log())
+        rd = re.search(r'post-mortem: read (\d+) bytes of the (\d+) MiB dump in (\d+) ms',
+                       run.agent_log())
+        check(m and rd, 'host-agent did not log the post-mortem\'s times')
+        figures.append((ctx, float(m.group(1)), float(m.group(2)), int(rd.group(1)),
+                        int(rd.group(2)), int(rd.group(3)), len(got)))
+        log('post-mortem %d (%s): crash report of %d lines equal to the console\'s;'
+            ' %d events streamed before it; ready %.2f s after GUEST_PANICKED (dump %.2f'
+            ' s), read %d bytes of the %d MiB dump in %d ms'
+            % (i, ctx, len(got), len(evs), figures[-1][1], figures[-1][2],
+               figures[-1][3], figures[-1][4], figures[-1][5]))
+        run.cleanup()
+    log('POSTMORTEM summary (context, ready s, dump s, bytes read, MiB, read ms,'
+        ' report lines): %s' % figures)
+
+
 SCENARIOS = {'module': t_module, 'block': t_block, 'clockreset': t_clockreset,
              'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
-             'kill': t_kill, 'late': t_late, 'full': t_full}
+             'kill': t_kill, 'late': t_late, 'full': t_full, 'postmortem': t_postmortem}
 SCENARIOS.update({n: (lambda args, n=n: t_overflow(args, n)) for n in OVERFLOW_PATHS})
 
 
@@ -924,6 +1110,9 @@ def main():
     ap.add_argument('--ticker', required=True,
                     help='e2s-ticker (static, built by meson: tests/e2e-stream/e2s-ticker)')
     ap.add_argument('--crash-runs', type=int, default=3, help='crashes in scenario crash')
+    ap.add_argument('--panics', default='null',
+                    help='scenario postmortem: the panics, in order, comma-separated'
+                    ' (%s; CI: null)' % ', '.join(sorted(PM_CONTEXTS)))
     ap.add_argument('--workdir', default='e2s-work')
     ap.add_argument('--seed', type=int, default=int(os.environ.get('E2S_SEED', '7')))
     args = ap.parse_args()

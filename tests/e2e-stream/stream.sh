@@ -2,6 +2,7 @@
 # Tracing (kmem events with stacktrace + stackmap) runs from boot, set on the
 # kernel command line. Parameters (kernel command line, stackmap.e2s_*):
 #   e2s_mode     steady | resets | crash | kill | late | full | overflow | module |
+#                postmortem (e2s_panic sysrq|null|timer|panic) |
 #                block | clockreset
 #   e2s_seconds  workload length (default 15)
 #   e2s_resets   map resets in mode resets (default 50)
@@ -318,6 +319,25 @@ crash)
 	;;
 full)
 	while [ "$(date +%s)" -lt "$end" ]; do work_wide; done
+	;;
+postmortem)
+	# e2s_seconds of workload streamed, then the kernel dies in the context
+	# e2s_panic names: sysrq (sysrq-c from this shell) or one of the test
+	# module's (null, timer, panic: guest-kernel/testmod). The marker goes
+	# through the kernel log, which the console shows whole (panic.sh).
+	ctx=$(param e2s_panic null)
+	[ "$ctx" = sysrq ] ||
+		insmod /lib/modules/stackmap_testmod.ko || fail "insmod stackmap_testmod"
+	while [ "$(date +%s)" -lt "$end" ]; do work; done
+	echo "STACKMAP-E2E: PANIC $ctx" > /dev/kmsg
+	if [ "$ctx" = sysrq ]; then
+		echo c > /proc/sysrq-trigger
+	else
+		echo "$ctx" > /sys/kernel/debug/stackmap_testmod_crash
+	fi
+	# the timer context dies a jiffy later, in the timer's softirq
+	sleep 10
+	fail "still alive 10 s after the $ctx crash"
 	;;
 module)
 	M=/sys/kernel/debug/stackmap_testmod

@@ -484,13 +484,13 @@ class StreamRun(Console):
 
     # host-agent
 
-    def start_agent(self):
+    def start_agent(self, extra=()):
         logf = open(self.ha_log, 'a')
         self.ha_log_from = logf.tell()
         self.ha_starts += 1
         self.ha = subprocess.Popen(
             [self.args.host_agent, '--socket', self.sock, '--qmp', self.qmp,
-             '--state-dir', self.state, '--domain-name', DOMAIN],
+             '--state-dir', self.state, '--domain-name', DOMAIN] + list(extra),
             stdout=logf, stderr=logf)
         logf.close()
 
