@@ -232,7 +232,8 @@ if [ "$mode" = clockreset ]; then
 	chains_resume
 fi
 backlog=$(rb_field entries)
-if [ "$mode" = overflow ]; then
+# overflow and postmortem read the agent's log (postmortem: its "host WELCOME")
+if [ "$mode" = overflow ] || [ "$mode" = postmortem ]; then
 	: > /tmp/agent.log
 	# shellcheck disable=SC2086
 	/stackmap-guestd --exclude-self --linger-ms=$LINGER_MS $agent_opts 2>> /tmp/agent.log &
@@ -328,6 +329,15 @@ postmortem)
 	ctx=$(param e2s_panic null)
 	[ "$ctx" = sysrq ] ||
 		insmod /lib/modules/stackmap_testmod.ko || fail "insmod stackmap_testmod"
+	# the host is connected (it may still be in its reconnect backoff when the
+	# agent starts), then e2s_seconds of workload from then on
+	i=0
+	until grep -q 'host WELCOME' /tmp/agent.log; do
+		[ $i -lt 1200 ] || fail "the host did not connect in 60 s"
+		i=$((i + 1))
+		usleep 50000
+	done
+	end=$(($(date +%s) + seconds))
 	while [ "$(date +%s)" -lt "$end" ]; do work; done
 	echo "STACKMAP-E2E: PANIC $ctx" > /dev/kmsg
 	if [ "$ctx" = sysrq ]; then
