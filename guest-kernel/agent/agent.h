@@ -43,6 +43,7 @@ struct options {
 	unsigned flush_ms;
 	unsigned long window_kb;
 	unsigned long window_frames;
+	bool hold_when_full;	/* --hold-when-full: backpressure (agent_holding()) */
 	unsigned stats_ms;
 	unsigned rescan_ms;
 	unsigned reconnect_ms;
@@ -70,6 +71,7 @@ struct agent_counters {
 	uint64_t stacks;	/* stack records */
 	uint64_t epochs;	/* epoch records */
 	uint64_t bad_deltas;	/* invalid delta buffers discarded */
+	uint64_t window_full_holds;	/* times the rings were left unread: window full */
 };
 
 struct agent {
@@ -114,6 +116,8 @@ struct agent {
 	/* test hooks (--test-hold-drops, --test-stall) */
 	bool holding;		/* not reading the ring buffers */
 	bool held_once;
+	/* backpressure: the window is too full to take ring pages (agent_holding()) */
+	bool window_full;
 
 	/* loss and stats as last sent */
 	struct smp_lost_cpu *lost_last;
@@ -169,9 +173,18 @@ int agent_fresh_stream(struct agent *a);
  */
 int agent_after_gap(struct agent *a, uint64_t resume_seq);
 /*
- * The --test-hold-drops hook: true while the agent is holding (not reading the ring
- * buffers). Starts once the window has dropped that many frames (and ends a
- * --test-stall), ends once the host has every frame the window holds.
+ * True while the agent holds off reading the ring buffers (and their stack deltas,
+ * which must follow the pages they belong to):
+ *  - backpressure, with --hold-when-full: from when the frames the host has not
+ *    acknowledged fill 3/4 of
+ *    the window (bytes or frames) until they are down to half. The ring buffers keep
+ *    what is not read (and, full, lose their oldest events themselves, counted in
+ *    their overrun) instead of the window dropping frames the agent has read, which
+ *    the host could only record as lost. Not while stopping: the last drain before
+ *    BYE reads everything. Without it (the default for now) a full window drops
+ *    its oldest frames, which the host records as lost.
+ *  - the --test-hold-drops hook: starts once the window has dropped that many frames
+ *    (and ends a --test-stall), ends once the host has every frame the window holds.
  */
 bool agent_holding(struct agent *a);
 

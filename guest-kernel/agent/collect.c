@@ -89,10 +89,37 @@ void agent_collect_delta(struct agent *a)
 	}
 }
 
+/* The backpressure half of agent_holding(). */
+static bool window_full(struct agent *a)
+{
+	size_t cap = (size_t)a->o.window_kb * 1024;
+	uint64_t fmax = a->o.window_frames;
+	struct win_stats ws;
+
+	if (!a->o.hold_when_full || a->stopping) {
+		a->window_full = false;
+		return false;
+	}
+	win_get_stats(a->win, &ws);
+	if (!a->window_full && (ws.bytes > cap / 4 * 3 || ws.frames > fmax / 4 * 3)) {
+		a->window_full = true;
+		a->c.window_full_holds++;
+		log_once(LOG_INFO, "the window holds %zu bytes in %" PRIu32 " frames the host "
+			 "has not acknowledged: not reading the ring buffers until it is down "
+			 "to half (the exit line counts every time)",
+			 ws.bytes, ws.frames);
+	} else if (a->window_full && ws.bytes <= cap / 2 && ws.frames <= fmax / 2) {
+		a->window_full = false;
+	}
+	return a->window_full;
+}
+
 bool agent_holding(struct agent *a)
 {
 	struct win_stats ws;
 
+	if (window_full(a))
+		return true;
 	if (!a->o.test_hold_drops || (!a->holding && a->held_once))
 		return false;
 	win_get_stats(a->win, &ws);

@@ -43,6 +43,9 @@ static void usage(FILE *f)
 "  --flush-ms N         an event is on the wire within N ms of being readable (10)\n"
 "  --window-kb N        bytes of unacknowledged frames kept for resending (16384)\n"
 "  --window-frames N    frames kept for resending (65536)\n"
+"  --hold-when-full     stop reading the ring buffers while unacknowledged frames\n"
+"                       fill 3/4 of the window (until half), instead of dropping\n"
+"                       the window's oldest frames (the default)\n"
 "  --stats-ms N         STATS interval (10000)\n"
 "  --rescan-ms N        new events, module changes, LOST, delta file (1000)\n"
 "  --reconnect-ms N     host reconnection probe interval (500)\n"
@@ -85,7 +88,7 @@ enum {
 	OPT_PORT_NAME = 256, OPT_PORT, OPT_SYSFS, OPT_DEVDIR, OPT_PROCFS, OPT_TRACEFS,
 	OPT_FLUSH, OPT_WKB, OPT_WFRAMES, OPT_STATS, OPT_RESCAN, OPT_RECONNECT, OPT_HELLO,
 	OPT_LINGER, OPT_EVENTS, OPT_TRACER, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
-	OPT_TEST_HOLD, OPT_TEST_STALL,
+	OPT_TEST_HOLD, OPT_TEST_STALL, OPT_HOLD_FULL,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -111,6 +114,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "stackmap", no_argument, NULL, OPT_STACKMAP },
 		{ "buffer-kb", required_argument, NULL, OPT_BUFFER },
 		{ "exclude-self", no_argument, NULL, OPT_EXCLUDE_SELF },
+		{ "hold-when-full", no_argument, NULL, OPT_HOLD_FULL },
 		{ "test-hold-drops", required_argument, NULL, OPT_TEST_HOLD },
 		{ "test-stall", required_argument, NULL, OPT_TEST_STALL },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -169,6 +173,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_STACKTRACE: o->setup.stacktrace = true; break;
 		case OPT_STACKMAP: o->setup.stackmap = true; break;
 		case OPT_EXCLUDE_SELF: o->setup.exclude_self = true; break;
+		case OPT_HOLD_FULL: o->hold_when_full = true; break;
 		case 'v':
 			log_set_level(log_get_level() < LOG_INFO ? LOG_INFO : LOG_DEBUG);
 			break;
@@ -592,10 +597,11 @@ int main(int argc, char **argv)
 		win_get_stats(a.win, &ws);
 		log_info("exiting: %" PRIu64 " pages, %" PRIu64 " stack records, %" PRIu64
 			 " epoch records, %" PRIu64 " frames dropped, %" PRIu64 " resent, "
+			 "%" PRIu64 " holds on a full window, "
 			 "%" PRIu64 " bytes in %" PRIu64 " writes, %" PRIu64 " ms of CPU, "
 			 "%" PRIu64 " time probes answered",
 			 a.c.pages, a.c.stacks, a.c.epochs, ws.dropped_frames,
-			 ws.resent_frames, a.sess.out.bytes, a.sess.out.writes,
+			 ws.resent_frames, a.c.window_full_holds, a.sess.out.bytes, a.sess.out.writes,
 			 cpu_time_ns() / 1000000, a.sess.time_probes);
 	}
 	agent_free(&a);
