@@ -90,12 +90,8 @@ static void cpu_event(const HaEvent *ev, void *user)
 	if (!c->fed && ha_tep_missed(c->tep) != 0)
 		ha_pair_lost(c->pair, c->cpu);
 	c->fed = true;
-	/* frames the agent dropped lie before this event: as events does it */
-	while (ev->kind == HA_EV_OTHER && c->gaps && c->gap_next < c->gaps->len &&
-	       ev->ts > g_array_index(c->gaps, guint64, c->gap_next)) {
-		ha_pair_lost(c->pair, c->cpu);
-		c->gap_next++;
-	}
+	if (ev->kind == HA_EV_OTHER)
+		ha_rp_pass_gaps(c->pair, c->cpu, c->gaps, &c->gap_next, ev->ts);
 	if (ev->kind == HA_EV_OTHER) {
 		EvWhere *w = g_new(EvWhere, 1);
 

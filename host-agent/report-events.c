@@ -63,18 +63,9 @@ static void on_event(const HaEvent *ev, void *user)
 	if (!w->fed && ha_tep_missed(w->tep) != 0)
 		ha_pair_lost(w->pair, w->cpu);
 	w->fed = true;
-	/* frames the agent dropped lie before this event: so do the stacks of the
-	 * events waiting (the daemon finished them as lost when it saw the gap) */
-	if (ev->kind == HA_EV_OTHER && w->gaps && w->cpu < w->gaps->len &&
-	    w->gaps->pdata[w->cpu]) {
-		GArray *g = w->gaps->pdata[w->cpu];
-
-		while (w->gap_next[w->cpu] < g->len &&
-		       ev->ts > g_array_index(g, guint64, w->gap_next[w->cpu])) {
-			ha_pair_lost(w->pair, w->cpu);
-			w->gap_next[w->cpu]++;
-		}
-	}
+	if (ev->kind == HA_EV_OTHER && w->gaps && w->cpu < w->gaps->len)
+		ha_rp_pass_gaps(w->pair, w->cpu, w->gaps->pdata[w->cpu],
+				&w->gap_next[w->cpu], ev->ts);
 	ha_pair_feed(w->pair, w->cpu, ev,
 		     ev->kind == HA_EV_OTHER ? ha_tep_format_event(w->tep, ev) : NULL);
 }
@@ -219,6 +210,15 @@ static void events_folded(GArray *evs, guint first, const HaSyms *syms, GString 
 	for (GList *k = keys; k; k = k->next)
 		g_string_append_printf(out, "%s %" G_GSIZE_FORMAT "\n", (char *)k->data,
 				       GPOINTER_TO_SIZE(g_hash_table_lookup(counts, k->data)));
+}
+
+void ha_rp_pass_gaps(HaPair *pair, uint32_t cpu, const GArray *gaps, guint *next,
+		     uint64_t ts)
+{
+	while (gaps && *next < gaps->len && ts > g_array_index(gaps, guint64, *next)) {
+		ha_pair_lost(pair, cpu);
+		(*next)++;
+	}
 }
 
 GPtrArray *ha_report_gaps(HaStore *s, int64_t boot, GError **error)

@@ -64,6 +64,14 @@ void ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret);
 /* pending_key()s of the events of @boot still waiting for their stack event in the
  * stored pairing state: g_hash_table_unref(). */
 GHashTable *ha_rp_pending_events(HaStore *s, int64_t boot);
+/*
+ * Frames the agent dropped lie before an event at @ts of @cpu: finish as lost, in
+ * @pair, the events waiting for their stack before each of @gaps (one CPU's of
+ * ha_report_gaps(), or NULL) older than @ts, as the daemon did when it saw the gap.
+ * *@next: the first gap not passed yet, advanced.
+ */
+void ha_rp_pass_gaps(HaPair *pair, uint32_t cpu, const GArray *gaps, guint *next,
+		     uint64_t ts);
 char *ha_rp_pending_key(uint32_t cpu, uint64_t ts, int pid);
 
 /* As --boot names them (report.h's ha_report_select_boots()). */
