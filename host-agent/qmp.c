@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <glib-unix.h>
+#include <json-glib/json-glib.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,35 @@ static void pm_fail(HaQmp *q, const char *why)
 	pm_finish(q);
 }
 
+/* dump-guest-memory into @path, detached, as one QMP line (json-glib escapes the path:
+ * g_strescape()'s octal escapes are not JSON). */
+static char *dump_command(const char *path)
+{
+	g_autoptr(JsonBuilder) b = json_builder_new();
+	g_autoptr(JsonNode) root = NULL;
+	g_autofree char *protocol = g_strconcat("file:", path, NULL);
+	g_autofree char *text = NULL;
+
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "execute");
+	json_builder_add_string_value(b, "dump-guest-memory");
+	json_builder_set_member_name(b, "id");
+	json_builder_add_string_value(b, "pm-dump");
+	json_builder_set_member_name(b, "arguments");
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "paging");
+	json_builder_add_boolean_value(b, FALSE);
+	json_builder_set_member_name(b, "detach");
+	json_builder_add_boolean_value(b, TRUE);
+	json_builder_set_member_name(b, "protocol");
+	json_builder_add_string_value(b, protocol);
+	json_builder_end_object(b);
+	json_builder_end_object(b);
+	root = json_builder_get_root(b);
+	text = json_to_string(root, FALSE);
+	return g_strconcat(text, "\n", NULL);
+}
+
 /* query-memory-size-summary answered: dump when the RAM fits the bounds. */
 static void pm_on_size(HaQmp *q, const char *line)
 {
@@ -167,7 +197,7 @@ static void pm_on_size(HaQmp *q, const char *line)
 	int64_t plugged = member_int(line, "plugged-memory");
 	uint64_t ram = (uint64_t)MAX(base, 0) + (uint64_t)MAX(plugged, 0);
 	struct statvfs vfs;
-	g_autofree char *cmd = NULL, *why = NULL, *esc = NULL;
+	g_autofree char *cmd = NULL, *why = NULL;
 
 	if (base <= 0) {
 		pm_fail(q, "QEMU did not say the guest's memory size");
@@ -189,10 +219,7 @@ static void pm_on_size(HaQmp *q, const char *line)
 		pm_fail(q, why);
 		return;
 	}
-	esc = g_strescape(q->pm_core, NULL);
-	cmd = g_strdup_printf("{\"execute\": \"dump-guest-memory\", \"id\": \"pm-dump\","
-			      " \"arguments\": {\"paging\": false, \"detach\": true,"
-			      " \"protocol\": \"file:%s\"}}\n", esc);
+	cmd = dump_command(q->pm_core);
 	q->pm_state = PM_DUMPING;
 	q->pm_dump_us = g_get_monotonic_time();
 	g_message("%s: post-mortem: dumping %" PRIu64 " MiB of guest memory into %s",
