@@ -24,7 +24,8 @@ stderr must be empty (no warning), and every record is taken from its text outpu
   * a kernel_stack record ("<stack trace >" and its "=> func (addr)" lines): it is
     given to its event by the kernel's own rule (host-agent/pair.h: the most recent
     event of the same CPU still waiting, with the same pid and flags; the events
-    nested above it finish without one), and its frames must be, address for address
+    nested above it finish without one, and a new event finishes the waiting events
+    of its own or a deeper context without one), and its frames must be, address for address
     and function for function, the frames host-agent resolved for that event;
   * a stack_id record: an id host-agent could not resolve either; or, with
     --plugin-map (a file exported with --stack-ids, as trace-cmd record in the
@@ -97,11 +98,28 @@ def parse_report(text):
     return per_cpu
 
 
+def context_of(flags):
+    """The context an event was traced in (pair.h: 0 task, 1 softirq, 2 hardirq, 3
+    NMI), from the latency flags as libtraceevent prints them: the third character is
+    'h' (hardirq), 'H' (hardirq over softirq) or 's' (softirq); 'z' and 'Z' (NMI) where
+    the library prints NMIs."""
+    c = flags[2:3]
+    return 3 if c in ('z', 'Z') else 2 if c in ('h', 'H') else 1 if c == 's' else 0
+
+
 def pair(records):
-    """The kernel's rule (pair.h): per CPU, events waiting for their stack."""
+    """The kernel's rule (pair.h): per CPU, events waiting for their stack. Only a
+    nested context can come between an event and its stack, so a new event first
+    finishes stackless every waiting event of its own context or a deeper one."""
     waiting, done = [], []
     for r in records:
         if r['kind'] == 'event':
+            ctx = context_of(r['flags'])
+            keep = 0
+            while keep < len(waiting) and context_of(waiting[keep]['flags']) < ctx:
+                keep += 1
+            done.extend(waiting[keep:])
+            del waiting[keep:]
             r['stack'] = ('none',)
             waiting.append(r)
             if len(waiting) > 8:            # HA_PAIR_DEPTH
