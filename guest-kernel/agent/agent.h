@@ -106,6 +106,8 @@ struct agent {
 	char *formats;		/* NUL-separated names sent in this stream */
 	size_t formats_len;
 	char *modules;		/* the last /proc/modules sent */
+	size_t ksyms_len;	/* bytes of the last kallsyms sent (window_full()'s reserve) */
+	size_t modules_len;	/* bytes of the last /proc/modules sent */
 	uint32_t ksyms_gen;
 	uint32_t modules_gen;
 	struct cmdlines cmdlines;	/* saved_cmdlines as last sent */
@@ -176,8 +178,10 @@ int agent_after_gap(struct agent *a, uint64_t resume_seq);
  * True while the agent holds off reading the ring buffers (and their stack deltas,
  * which must follow the pages they belong to):
  *  - backpressure, with --hold-when-full: from when the frames the host has not
- *    acknowledged fill 3/4 of
- *    the window (bytes or frames) until they are down to half. The ring buffers keep
+ *    acknowledged leave less than a reserve of the window free (frames: a quarter;
+ *    bytes: a quarter, or room for the next KSYMS and MODULES when that is more, at
+ *    most half, since a module load queues them whether the agent holds or not)
+ *    until they are down to two thirds of that mark. The ring buffers keep
  *    what is not read (and, full, lose their oldest events themselves, counted in
  *    their overrun) instead of the window dropping frames the agent has read, which
  *    the host could only record as lost. Not while stopping: the last drain before

@@ -89,26 +89,37 @@ void agent_collect_delta(struct agent *a)
 	}
 }
 
-/* The backpressure half of agent_holding(). */
+/*
+ * The backpressure half of agent_holding(). The hold starts when the window has less
+ * than a reserve free: a quarter of it, or, in bytes, room for the next KSYMS and
+ * MODULES when that is more (a module load queues both, held or not: without the room
+ * the window would drop frames to take them), at most half the window. It ends once
+ * the window is down to two thirds of the mark (half the window with the quarter).
+ */
 static bool window_full(struct agent *a)
 {
 	size_t cap = (size_t)a->o.window_kb * 1024;
 	uint64_t fmax = a->o.window_frames;
+	size_t reserve = cap / 4, mark;
 	struct win_stats ws;
 
 	if (!a->o.hold_when_full || a->stopping) {
 		a->window_full = false;
 		return false;
 	}
+	if (a->ksyms_len + a->modules_len > reserve)
+		reserve = a->ksyms_len + a->modules_len < cap / 2 ?
+			  a->ksyms_len + a->modules_len : cap / 2;
+	mark = cap - reserve;
 	win_get_stats(a->win, &ws);
-	if (!a->window_full && (ws.bytes > cap / 4 * 3 || ws.frames > fmax / 4 * 3)) {
+	if (!a->window_full && (ws.bytes > mark || ws.frames > fmax / 4 * 3)) {
 		a->window_full = true;
 		a->c.window_full_holds++;
 		log_once(LOG_INFO, "the window holds %zu bytes in %" PRIu32 " frames the host "
-			 "has not acknowledged: not reading the ring buffers until it is down "
-			 "to half (the exit line counts every time)",
-			 ws.bytes, ws.frames);
-	} else if (a->window_full && ws.bytes <= cap / 2 && ws.frames <= fmax / 2) {
+			 "has not acknowledged (%zu bytes kept free for metadata): not reading "
+			 "the ring buffers until it is down to two thirds of that (the exit "
+			 "line counts every time)", ws.bytes, ws.frames, reserve);
+	} else if (a->window_full && ws.bytes <= mark / 3 * 2 && ws.frames <= fmax / 2) {
 		a->window_full = false;
 	}
 	return a->window_full;

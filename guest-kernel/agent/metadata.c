@@ -115,6 +115,7 @@ static void send_ksyms(struct agent *a, struct win *w)
 	/* HELLO's _text comes from the same read: kallsyms is costly to generate */
 	if (sysinfo_text_addr(text, &a->text_addr) < 0)
 		log_once(LOG_WARNING, "no _text in kallsyms: HELLO carries text_addr 0");
+	a->ksyms_len = len;
 	r = stream_text(w, SMP_KSYMS, a->ksyms_gen, text, len, TEXT_CHUNK);
 	if (r < 0)
 		log_warning("cannot queue KSYMS: %s", strerror(-r));
@@ -124,6 +125,7 @@ static void send_modules(struct agent *a, struct win *w, char *text, size_t len)
 {
 	int r = stream_text(w, SMP_MODULES, a->modules_gen, text, len, TEXT_CHUNK);
 
+	a->modules_len = len;
 	if (r < 0)
 		log_warning("cannot queue MODULES: %s", strerror(-r));
 }
