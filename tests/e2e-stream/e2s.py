@@ -636,10 +636,11 @@ def t_kill(args):
     run.cleanup()
 
 
-# t_late's window: a fraction of what the guest reads while the host is away (on the
-# real guest a CI run of late read 498,466 ring-buffer events, at about 40 bytes each
-# on the wire, and overflowed the default 16 MiB window)
-LATE_WINDOW_KB = 4096
+# t_late's window: less than the guest's ring buffers hold when the agent starts (4 MiB
+# per CPU, overflowed by then), so the hold always starts before the host comes; and
+# more than twice the real guest's kallsyms (2.3 MiB), the room a module load's KSYMS
+# needs while the window is held full
+LATE_WINDOW_KB = 8192
 
 
 def t_late(args):
@@ -648,9 +649,11 @@ def t_late(args):
     guest streams. The agent runs with --hold-when-full and a window (LATE_WINDOW_KB)
     that those 8 s always fill, whatever the guest's rate: it must stop reading the
     rings instead of dropping frames it has read, so the only loss is the ring
-    buffer's own overrun. What the ring buffer held must all be stored and resolved,
-    and what it overwrote must be reported as LOST, equal to the guest's own overrun
-    count; the agent must have held at least once and dropped no frame."""
+    buffer's own overrun. What the ring buffer held must all be stored and resolved
+    (every event the guest read, no frame lost), and what it overwrote must be
+    reported as LOST, equal to the guest's own overrun count; the agent must have held
+    at least once. (Frames it dropped from the window after writing them, to make room
+    for a module load's KSYMS, are counted but not lost: the host has them.)"""
     kout, initrd = sm.build_stream(args)
     run = sm.stream_boot(args, kout, initrd, 'late', 'steady', seconds=12, late_s=8,
                          extra=['stackmap.e2s_delay=8',
@@ -666,7 +669,6 @@ def t_late(args):
     dropped, holds = int(ex.group(1)), int(ex.group(2))
     log('agent: %d holds on a full %d KiB window, %d frames dropped'
         % (holds, LATE_WINDOW_KB, dropped))
-    check(dropped == 0, 'the agent dropped %d frames although it holds when full' % dropped)
     check(holds > 0, 'the window never filled while the host was away: the hold is untested')
     kinds, unv = check_events(run, evs, maps, symbol_table(kout, run))
     check(unv == 0, '%d unverified' % unv)
