@@ -37,7 +37,7 @@
 # panic), a background loop writes "C N" (N = 1..5) for each chain C = 0..3
 # to ftrace_stackmap_test_chains every 20 ms, alongside the slab workload.
 # It pauses for the quiet (exact) resets and races the others. "STREAMING" once
-# the agent has every CPU's ring buffer open. In every mode with e2s_delay,
+# the agent has every CPU's ring buffer and the stack_map_delta file open. In every mode with e2s_delay,
 # "CHAINS-STREAMING <count per chain> overrun=N" gives the counts and the summed
 # ring-buffer overrun once the agent has read what the ring buffers held when it
 # started (the read events of every CPU at least its entries then).
@@ -131,13 +131,16 @@ chains_counts() { awk '{ printf "%s%s", s, $2; s = " " }' $CH; }
 # streaming: the agent ($AGENT) has every CPU's trace_pipe_raw open
 streaming() {
 	_open=0 _cpus=0
+	_delta=0
+	[ -e $T/stack_map_delta ] || _delta=1
 	for _f in /proc/$AGENT/fd/*; do
 		case "$(readlink "$_f" 2> /dev/null)" in
 		*/per_cpu/cpu*/trace_pipe_raw) _open=$((_open + 1)) ;;
+		*/stack_map_delta) _delta=1 ;;
 		esac
 	done
 	for _f in $T/per_cpu/cpu*; do _cpus=$((_cpus + 1)); done
-	[ $_open -ge $_cpus ]
+	[ $_open -ge $_cpus ] && [ $_delta = 1 ]
 }
 # rb_field NAME: NAME's value in every CPU's ring-buffer stats, in CPU order
 rb_field() {
@@ -245,14 +248,16 @@ else
 	/stackmap-guestd --exclude-self --linger-ms=$LINGER_MS $agent_opts &
 	AGENT=$!
 fi
-# The agent streams once it has every CPU's ring buffer open: from then on what the
-# buffers hold is its to read, lost only if they overrun. (It opens them before its
-# metadata snapshot, so it may still be taking that; CHAINS-STREAMING below waits
-# for its first reads.)
+# The agent streams once it has every CPU's ring buffer and stack_map_delta open: from
+# then on what the buffers hold is its to read, lost only if they overrun, and a map
+# reset keeps the entries it has not read yet for it (before it opens the delta file,
+# after its metadata snapshot, which takes seconds of kallsyms on a loaded host, a
+# reset would free the first epoch's stacks with no reader to keep them for).
+# CHAINS-STREAMING below waits for its first reads.
 i=0
 until streaming; do
 	kill -0 $AGENT 2> /dev/null || fail "stackmap-guestd exited during its setup"
-	[ $i -lt 1200 ] || fail "stackmap-guestd did not open every CPU's trace_pipe_raw in 60 s"
+	[ $i -lt 1200 ] || fail "stackmap-guestd did not open every CPU's trace_pipe_raw and stack_map_delta in 60 s"
 	i=$((i + 1))
 	usleep 50000
 done
