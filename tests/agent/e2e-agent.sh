@@ -15,12 +15,13 @@
 #     PAGE (tracing is stopped before SIGTERM, so the count is exact), none unread;
 #   - with a kernel that has stack_map_delta: stack records arrived, and an epoch
 #     record for the boot epoch and one for the reset the guest made;
+#   - the guest saw the agent streaming before its workload, and drained after it;
 #   - the agent exited 0.
 # Needs (Debian): qemu-system-x86 busybox-static cpio gzip, and what build-kernel
 # needs.
 set -euo pipefail
 
-[ $# -eq 3 ] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -eq 3 ] || { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 agent=$1 recv=$2 work=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 gk=$here/../../guest-kernel
@@ -63,6 +64,8 @@ val() { tr -d '\r' < "$console" | sed -n "s/^AGENT-E2E: $1 //p" | tail -n 1; }
 rx() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' \
 	"$work/agent-recv.log"; }
 tr -d '\r' < "$console" | grep -q '^AGENT-E2E: done' || fail "the guest did not finish"
+bad=$(tr -d '\r' < "$console" | sed -n 's/^AGENT-E2E: FAIL //p' | head -n 1)
+[ -z "$bad" ] || fail "guest: $bad"
 [ "$(val agent_exit)" = 0 ] || fail "the agent exited $(val agent_exit)"
 grep -q '^result clean' "$work/agent-recv.log" || fail "the stream was not clean"
 [ "$(rx connections)" -ge 2 ] || fail "the receiver's disconnect did not happen"
