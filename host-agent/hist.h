@@ -11,6 +11,9 @@
  * Key: 0 no stack; 2*(gen << 31 | id) + 2 the map stack_id `id` in tag generation
  * `gen` (epoch >> 11 as the ingest estimated it, so that ids of epochs 2048 apart,
  * which share a tag, keep separate rows and time ranges); 2*n + 1 fullstacks row n.
+ * Row 0 is never a fullstacks row (SQLite numbers them from 1): its key,
+ * HA_HIST_KEY_REFUSED, counts the events whose stack the boot's row limits refused
+ * (a full stack not stored, or a key beyond the stack_counts rows, ingest.h).
  */
 #ifndef HA_HIST_H
 #define HA_HIST_H
@@ -33,6 +36,8 @@ typedef struct {
 	uint64_t ts_max;
 	bool pending;		/* reports only: events still waiting for their stack */
 } HaHistEnt;
+
+#define HA_HIST_KEY_REFUSED	UINT64_C(1)
 
 static inline uint64_t ha_hist_key(const HaHistEnt *e)
 {

@@ -130,6 +130,7 @@ void ingest_batch_empty(IngestBatch *b)
 	g_hash_table_remove_all(b->pend);
 	g_ptr_array_set_size(b->pend_list, 0);
 	b->pend_bytes = 0;
+	b->rows_refused = 0;
 	if (b->merged)
 		cpu_batch_reset(b->merged);
 }
@@ -343,10 +344,28 @@ static uint64_t fullstack_key(HaConn *c, const uint64_t *ips, uint32_t nr, GErro
 	}
 	/* PAGE frames open no transaction (ingest-session.c): a new stack does */
 	if (!ha_store_begin(c->store, error) ||
-	    !ha_store_fullstack_id(c->store, c->boot, ips, nr, &id, error))
+	    !ha_store_fullstack_id(c->store, c->boot, ips, nr, c->lim.max_fullstacks, &id,
+				   error))
 		return 0;
+	if (!id) {
+		/* beyond the boot's limit: cached as row 0, HA_HIST_KEY_REFUSED */
+		c->st.rows_refused++;
+		ingest_rows_refused_log(c);
+	}
 	fullstack_cache(c, &k, id);
 	return 2 * (uint64_t)id + 1;
+}
+
+void ingest_rows_refused_log(HaConn *c)
+{
+	if (c->warned_rows)
+		return;
+	c->warned_rows = true;
+	g_message("%s: boot %s: the boot holds its limit of full stacks (%" G_GUINT64_FORMAT
+		  ") or of stack count rows (%" G_GUINT64_FORMAT "): the events of stacks"
+		  " beyond are counted as refused stacks, their pages stored (logged once"
+		  " per session)", c->domain, c->boot_str, c->lim.max_fullstacks,
+		  c->lim.max_counts);
 }
 
 bool ingest_batch_resolve(HaConn *c, IngestBatch *b, GError **error)
@@ -354,9 +373,10 @@ bool ingest_batch_resolve(HaConn *c, IngestBatch *b, GError **error)
 	for (guint i = 0; i < b->pend_list->len; i++) {
 		FullStackEnt *ent = g_ptr_array_index(b->pend_list, i);
 
-		if (!ha_store_fullstack_id(c->store, c->boot, ent->ips, ent->key.nr, &ent->id,
-					   error))
+		if (!ha_store_fullstack_id(c->store, c->boot, ent->ips, ent->key.nr,
+					   c->lim.max_fullstacks, &ent->id, error))
 			return false;
+		b->rows_refused += !ent->id;
 	}
 	return true;
 }
@@ -459,7 +479,7 @@ bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
 {
 	GHashTableIter it;
 	gpointer k, v;
-
+	HistSlot over = { .key = HA_HIST_KEY_REFUSED, .ts_min = UINT64_MAX };
 	CpuBatch *m;
 
 	*ret_first_chunk = 0;
@@ -474,9 +494,25 @@ bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
 			return false;
 	for (guint i = 0; i < m->hist_used->len; i++) {
 		const HistSlot *e = &m->hist[g_array_index(m->hist_used, uint32_t, i)];
+		bool refused;
 
 		if (!ha_store_add_count(c->store, c->boot, e->key, e->count, e->ts_min,
-					e->ts_max, error))
+					e->ts_max, c->lim.max_counts, &refused, error))
+			return false;
+		if (refused) {
+			/* a new key beyond the boot's limit: its events still counted */
+			b->rows_refused++;
+			over.count += e->count;
+			over.ts_min = MIN(over.ts_min, e->ts_min);
+			over.ts_max = MAX(over.ts_max, e->ts_max);
+		}
+	}
+	if (over.count) {
+		bool refused;
+
+		if (!ha_store_add_count(c->store, c->boot, HA_HIST_KEY_REFUSED, over.count,
+					over.ts_min, over.ts_max, c->lim.max_counts, &refused,
+					error))
 			return false;
 	}
 	return true;

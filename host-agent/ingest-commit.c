@@ -213,6 +213,10 @@ static bool finish(HaConn *c, IngestFlight *f, GError **error)
 		return false;
 	}
 	c->st.commits++;
+	if (f->batch->rows_refused) {
+		c->st.rows_refused += f->batch->rows_refused;
+		ingest_rows_refused_log(c);
+	}
 	ingest_batch_cache_resolved(c, f->batch);
 	c->orphans_saved += f->orphans;
 	if (f->first_chunk && !c->compact_from)

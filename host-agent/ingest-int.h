@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "chunk.h"
+#include "hist.h"
 #include "ingest.h"
 #include "pair.h"
 #include "proto.h"
@@ -112,6 +113,10 @@ typedef struct {
 				 * the fullstacks id once resolved */
 	size_t pend_bytes;	/* bounded by fullstack_cache_bytes */
 	CpuBatch *merged;	/* at the commit: every CPU's stack counts in one table */
+	/* rows its commit did not store, the boot's limits reached (full stacks, stack
+	 * count keys: their events counted under HA_HIST_KEY_REFUSED); the main loop
+	 * takes them into rows_refused when the commit is done */
+	uint64_t rows_refused;
 } IngestBatch;
 
 #define INGEST_PROV_KEY		(UINT64_C(1) << 63)
@@ -164,6 +169,7 @@ struct _HaConn {
 	 * added (gaps: distinct gaps); like text_used, an upper bound */
 	HaStoreBootRows rows;
 	bool warned_stat_key;	/* a STATS key >= HA_STAT_KEYS ignored (logged once) */
+	bool warned_rows;	/* a full stack or count row refused (logged once) */
 	/* what the boot stores of each text kind (ingest_text_kinds), read at HELLO and
 	 * counted up as texts are stored; a replaced row is counted again (an upper
 	 * bound), and the count of a batch that fails is not taken back (the connection
@@ -255,10 +261,14 @@ IngestBatch *ingest_batch_new(void);
 void ingest_batch_free(IngestBatch *b);
 /* Empty every CPU's batch after a commit, keeping their memory for the next one. */
 void ingest_batch_empty(IngestBatch *b);
-/* The fullstacks ids of @b's provisional stacks (inserted as needed), on any thread. */
+/* The fullstacks ids of @b's provisional stacks (inserted as needed; 0, counted in
+ * @b's rows_refused, beyond the boot's limit), on any thread. */
 bool ingest_batch_resolve(HaConn *c, IngestBatch *b, GError **error);
 /* Those ids into the connection's full-stack cache (its thread, after the commit). */
 void ingest_batch_cache_resolved(HaConn *c, IngestBatch *b);
+/* Log, once per session, that the boot's full-stack or stack-count rows are at their
+ * limit (ingest.h); on the connection's thread. */
+void ingest_rows_refused_log(HaConn *c);
 /* Every CPU's chunk and stack counts of @b into the open transaction, on any thread
  * (see Threads above); *@ret_first_chunk the first chunk id stored (0: none),
  * *@ret_small whether a chunk was small (compaction due). */

@@ -32,6 +32,8 @@ void ha_limits_default(HaLimits *l)
 		.max_epochs = HA_EPOCHS_MAX_DEFAULT,
 		.max_stacks = HA_STACKS_MAX_DEFAULT,
 		.max_gaps = HA_GAPS_MAX_DEFAULT,
+		.max_fullstacks = HA_FULLSTACKS_MAX_DEFAULT,
+		.max_counts = HA_COUNTS_MAX_DEFAULT,
 	};
 }
 
@@ -420,6 +422,7 @@ static bool end_session(HaConn *c, GError **error)
 	c->cur_epoch = -1;
 	c->warned_unparsed = false;
 	c->warned_stat_key = false;
+	c->warned_rows = false;
 	c->orphans_saved = 0;
 	c->time_ok = false;
 	c->marker.type = -1;

@@ -78,15 +78,29 @@
  *                        logged), its events count as orphans
  *   gap positions        per boot (rows of table gaps, nr_cpus per gap): beyond,
  *                        streams.gap_frames alone counts the frames
+ *   full stacks          per boot (table fullstacks, inline kernel_stack events):
+ *                        a new one beyond is not stored; its events are counted
+ *                        under HA_HIST_KEY_REFUSED (hist.h), their pages kept
+ *   stack counts         per boot (rows of table stack_counts, one per stack key,
+ *                        hist.h; the only rows an event's stack_id alone adds, even
+ *                        an id no STACKS declared): the events of a new key beyond
+ *                        are counted under HA_HIST_KEY_REFUSED, their pages kept
+ * Both of the last two count each refused row in rows_refused, logged once per
+ * session; HA_HIST_KEY_REFUSED itself and key 0 (no stack) are always counted.
  * The defaults leave room for years of a real guest: a reboot a day for 100 years,
  * an agent restart every minute for a month of one boot, a map reset a minute for
- * two years, and 16 M distinct stacks.
+ * two years, 16 M distinct stacks and 16 M distinct inline stacks, and a count row
+ * for each of them with 1 M more for ids the guest never declared (their STACKS
+ * lost, or refused above).
  */
 #define HA_BOOTS_MAX_DEFAULT	36500u
 #define HA_STREAMS_MAX_DEFAULT	43200u
 #define HA_EPOCHS_MAX_DEFAULT	(1u << 20)
 #define HA_STACKS_MAX_DEFAULT	(16ull << 20)
 #define HA_GAPS_MAX_DEFAULT	4096u
+#define HA_FULLSTACKS_MAX_DEFAULT	(16ull << 20)
+#define HA_COUNTS_MAX_DEFAULT	(HA_STACKS_MAX_DEFAULT + HA_FULLSTACKS_MAX_DEFAULT + \
+				 (1ull << 20))
 /* STATS keys stored per stream: keys 0..HA_STAT_KEYS-1 (PROTOCOL.md 4.7 defines up to
  * 25); others are ignored, as the protocol says, and logged once per session. */
 #define HA_STAT_KEYS		256u
@@ -109,6 +123,8 @@ typedef struct {
 	uint32_t max_epochs;	/* epochs per boot */
 	uint64_t max_stacks;	/* stacks rows per boot, every epoch */
 	uint32_t max_gaps;	/* gaps whose positions are stored, per boot */
+	uint64_t max_fullstacks; /* fullstacks rows per boot */
+	uint64_t max_counts;	/* stack_counts rows per boot */
 } HaLimits;
 
 void ha_limits_default(HaLimits *l);
@@ -206,7 +222,8 @@ typedef struct {
 	uint64_t commits;
 	uint64_t acked;
 	uint64_t texts_refused;	/* KSYMS/MODULES/CMDLINES beyond the boot's budget */
-	uint64_t rows_refused;	/* EPOCH/STACKS frames beyond the boot's row limits */
+	uint64_t rows_refused;	/* EPOCH/STACKS frames beyond the boot's row limits,
+				 * and full stacks and stack count rows not stored */
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
 /* The clock probes of this connection (clocksync.h). */

@@ -46,6 +46,9 @@ typedef struct {
 } HaRpStack;
 
 extern const char HA_RP_WHY_PENDING[];
+/* why of the stack of key HA_HIST_KEY_REFUSED (hist.h): events whose stacks the
+ * boot's row limits did not store */
+extern const char HA_RP_WHY_REFUSED[];
 /* The stack object's "kind", by HaRpStKind. */
 extern const char *const ha_rp_stack_kinds[];
 

@@ -35,6 +35,7 @@ GArray *ha_rp_ips_from_blob(const void *blob, int bytes)
 
 static const char WHY_SPAN[] = "its events span two epochs with the same tag";
 const char HA_RP_WHY_PENDING[] = "the stream ended before its stack event";
+const char HA_RP_WHY_REFUSED[] = "beyond the boot's row limits, not stored";
 
 /* ---- events still waiting for their stack ---------------------------------------- */
 
@@ -144,7 +145,7 @@ void ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret)
 
 	ret->kind = ST_UNRESOLVED;
 	ret->sid = id;
-	ret->why = "full stack missing";
+	ret->why = id == 0 ? HA_RP_WHY_REFUSED : "full stack missing";
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		ret->kind = ST_FULL;
@@ -205,6 +206,8 @@ char *ha_rp_stack_label(const HaRpStack *st)
 	case ST_FULL:
 		return g_strdup_printf("full stack #%" PRId64, st->sid);
 	default:
+		if (st->why == HA_RP_WHY_REFUSED)
+			return g_strdup_printf("[stacks %s]", st->why);
 		return g_strdup_printf("stack_id 0x%08" PRIx64 " UNRESOLVED: %s", st->sid,
 				       st->why);
 	}

@@ -7,6 +7,8 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "hist.h"
+
 /* A cached statement, or return false with @error from the calling function. */
 #define STMT(s, sql, error) ({						\
 	sqlite3_stmt *__s = ha_store_stmt((s), (sql), (error));		\
@@ -178,8 +180,8 @@ bool ha_store_boot_count(HaStore *s, uint64_t *ret, GError **error)
 
 bool ha_store_boot_rows(HaStore *s, int64_t boot, HaStoreBootRows *ret, GError **error)
 {
-	sqlite3_stmt *st = STMT(s, "SELECT streams, epochs, stacks, gaps FROM boot_rows"
-				" WHERE boot = ?", error);
+	sqlite3_stmt *st = STMT(s, "SELECT streams, epochs, stacks, gaps, fullstacks, counts"
+				" FROM boot_rows WHERE boot = ?", error);
 	int rc;
 
 	sqlite3_bind_int64(st, 1, boot);
@@ -189,6 +191,8 @@ bool ha_store_boot_rows(HaStore *s, int64_t boot, HaStoreBootRows *ret, GError *
 		ret->epochs = (uint64_t)sqlite3_column_int64(st, 1);
 		ret->stacks = (uint64_t)sqlite3_column_int64(st, 2);
 		ret->gaps = (uint64_t)sqlite3_column_int64(st, 3);
+		ret->fullstacks = (uint64_t)sqlite3_column_int64(st, 4);
+		ret->counts = (uint64_t)sqlite3_column_int64(st, 5);
 	}
 	sqlite3_reset(st);
 	if (rc == SQLITE_DONE) {
@@ -441,7 +445,7 @@ bool ha_store_put_gap(HaStore *s, int64_t boot, int64_t stream, uint64_t seq_lo,
 /* ---- batches ------------------------------------------------------------------- */
 
 bool ha_store_fullstack_id(HaStore *s, int64_t boot, const uint64_t *ips, uint32_t nr,
-			   int64_t *ret_id, GError **error)
+			   uint64_t max_rows, int64_t *ret_id, GError **error)
 {
 	g_autofree uint64_t *le = g_new(uint64_t, nr ? nr : 1);
 	sqlite3_stmt *st;
@@ -449,19 +453,21 @@ bool ha_store_fullstack_id(HaStore *s, int64_t boot, const uint64_t *ips, uint32
 
 	for (uint32_t i = 0; i < nr; i++)
 		le[i] = GUINT64_TO_LE(ips[i]);
-	st = STMT(s, "INSERT OR IGNORE INTO fullstacks(boot, ips) VALUES(?,?)", error);
+	/* a new row only below the boot's limit (boot_rows, kept by a trigger) */
+	st = STMT(s, "INSERT OR IGNORE INTO fullstacks(boot, ips) SELECT ?1, ?2"
+		  " WHERE (SELECT fullstacks FROM boot_rows WHERE boot = ?1) < ?3", error);
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_blob(st, 2, le, (int)nr * 8, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)MIN(max_rows, (uint64_t)INT64_MAX));
 	if (!step_done(s, st, error, "insert full stack"))
 		return false;
 	st = STMT(s, "SELECT id FROM fullstacks WHERE boot = ? AND ips = ?", error);
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_blob(st, 2, le, (int)nr * 8, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*ret_id = sqlite3_column_int64(st, 0);
+	*ret_id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 	sqlite3_reset(st);
-	if (rc != SQLITE_ROW) {
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		ha_store_set_error(s, error, "find full stack");
 		return false;
 	}
@@ -469,10 +475,16 @@ bool ha_store_fullstack_id(HaStore *s, int64_t boot, const uint64_t *ips, uint32
 }
 
 bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
-			uint64_t ts_min, uint64_t ts_max, GError **error)
+			uint64_t ts_min, uint64_t ts_max, uint64_t max_rows, bool *ret_refused,
+			GError **error)
 {
+	/* a new key only below the boot's limit (boot_rows, kept by a trigger), but
+	 * keys 0 (no stack) and HA_HIST_KEY_REFUSED always */
 	sqlite3_stmt *st = STMT(s, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
-				" VALUES(?,?,?,?,?) ON CONFLICT(boot, key) DO UPDATE SET"
+				" SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 <= ?6"
+				" OR EXISTS(SELECT 1 FROM stack_counts WHERE boot = ?1 AND key = ?2)"
+				" OR (SELECT counts FROM boot_rows WHERE boot = ?1) < ?7"
+				" ON CONFLICT(boot, key) DO UPDATE SET"
 				" count = count + excluded.count,"
 				" ts_min = MIN(ts_min, excluded.ts_min),"
 				" ts_max = MAX(ts_max, excluded.ts_max)", error);
@@ -482,7 +494,12 @@ bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 	sqlite3_bind_int64(st, 3, (int64_t)count);
 	sqlite3_bind_int64(st, 4, (int64_t)ts_min);
 	sqlite3_bind_int64(st, 5, (int64_t)ts_max);
-	return step_done(s, st, error, "count stacks");
+	sqlite3_bind_int64(st, 6, (int64_t)HA_HIST_KEY_REFUSED);
+	sqlite3_bind_int64(st, 7, (int64_t)MIN(max_rows, (uint64_t)INT64_MAX));
+	if (!step_done(s, st, error, "count stacks"))
+		return false;
+	*ret_refused = sqlite3_changes(ha_store_db(s)) == 0;
+	return true;
 }
 
 bool ha_store_put_chunk(HaStore *s, int64_t boot, const HaStoreChunk *ch,

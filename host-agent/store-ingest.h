@@ -65,13 +65,16 @@ bool ha_store_stream_insert(HaStore *s, int64_t boot, uint64_t stream_id,
 bool ha_store_boot_count(HaStore *s, uint64_t *ret, GError **error);
 
 /* The rows @boot holds in the tables whose keys the guest chooses (ingest.h's row
- * limits): streams, epochs, stacks (every epoch), and gaps (distinct gaps, not rows);
- * read from the boot's counters (table boot_rows, store.h), not counted. */
+ * limits): streams, epochs, stacks (every epoch), gaps (distinct gaps, not rows),
+ * fullstacks and stack_counts; read from the boot's counters (table boot_rows,
+ * store.h), not counted. */
 typedef struct {
 	uint64_t streams;
 	uint64_t epochs;
 	uint64_t stacks;
 	uint64_t gaps;
+	uint64_t fullstacks;
+	uint64_t counts;
 } HaStoreBootRows;
 bool ha_store_boot_rows(HaStore *s, int64_t boot, HaStoreBootRows *ret, GError **error);
 
@@ -135,13 +138,17 @@ bool ha_store_put_gap(HaStore *s, int64_t boot, int64_t stream, uint64_t seq_lo,
 /* ---- batches ------------------------------------------------------------------- */
 
 /* The fullstacks row of an inline stack (@nr ips in host byte order), inserted on
- * first sight. */
+ * first sight while the boot holds fewer than @max_rows; *ret_id 0 when it is not
+ * stored (the limit reached). */
 bool ha_store_fullstack_id(HaStore *s, int64_t boot, const uint64_t *ips, uint32_t nr,
-			   int64_t *ret_id, GError **error);
+			   uint64_t max_rows, int64_t *ret_id, GError **error);
 
-/* Add a batch's @count events of stack key @key (hist.h) in [ts_min, ts_max]. */
+/* Add a batch's @count events of stack key @key (hist.h) in [ts_min, ts_max]. A key
+ * new to the boot gets a row while the boot holds fewer than @max_rows (keys 0 and
+ * HA_HIST_KEY_REFUSED always); otherwise nothing is written and *ret_refused set. */
 bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
-			uint64_t ts_min, uint64_t ts_max, GError **error);
+			uint64_t ts_min, uint64_t ts_max, uint64_t max_rows, bool *ret_refused,
+			GError **error);
 
 /* One CPU's chunk of a batch. */
 typedef struct {

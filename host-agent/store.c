@@ -169,6 +169,22 @@ static const char *const migrations[] = {
 	"CREATE TRIGGER postmortem_gone BEFORE DELETE ON boots BEGIN"
 	" DELETE FROM kmsg WHERE boot = OLD.id; DELETE FROM postmortems WHERE boot = OLD.id;"
 	" END;",
+	/* 5 -> 6: boot_rows also counts fullstacks and stack_counts rows (their row
+	 * limits, ingest.h); counted once here for older stores. An upsert that updates
+	 * a stack_counts row fires no INSERT trigger. */
+	"ALTER TABLE boot_rows ADD COLUMN fullstacks INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE boot_rows ADD COLUMN counts INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE boot_rows SET"
+	" fullstacks = (SELECT COUNT(*) FROM fullstacks WHERE boot = boot_rows.boot),"
+	" counts = (SELECT COUNT(*) FROM stack_counts WHERE boot = boot_rows.boot);"
+	"CREATE TRIGGER boot_rows_fullstack_add AFTER INSERT ON fullstacks BEGIN"
+	" UPDATE boot_rows SET fullstacks = fullstacks + 1 WHERE boot = NEW.boot; END;"
+	"CREATE TRIGGER boot_rows_fullstack_del AFTER DELETE ON fullstacks BEGIN"
+	" UPDATE boot_rows SET fullstacks = fullstacks - 1 WHERE boot = OLD.boot; END;"
+	"CREATE TRIGGER boot_rows_count_add AFTER INSERT ON stack_counts BEGIN"
+	" UPDATE boot_rows SET counts = counts + 1 WHERE boot = NEW.boot; END;"
+	"CREATE TRIGGER boot_rows_count_del AFTER DELETE ON stack_counts BEGIN"
+	" UPDATE boot_rows SET counts = counts - 1 WHERE boot = OLD.boot; END;",
 };
 
 bool ha_store_name_ok(const char *name)

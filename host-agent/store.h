@@ -30,8 +30,8 @@
  *   gaps         frames seq_lo..seq_hi of a stream that never arrived (the guest's
  *                window dropped them): per CPU, the newest event time the host held
  *                then (after_ts, 0: none yet), so the loss lies after it
- *   boot_rows    per boot, its rows in streams, epochs, stacks and its distinct gaps
- *                (stream, seq_lo): kept by triggers in the same transaction as the
+ *   boot_rows    per boot, its rows in streams, epochs, stacks, fullstacks,
+ *                stack_counts and its distinct gaps (stream, seq_lo): kept by triggers in the same transaction as the
  *                rows themselves, so that a HELLO reads the boot's row limits
  *                (ingest.h) without counting them
  *   postmortems  per crashed boot, the recovery from its memory (store-postmortem.h):
@@ -52,7 +52,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HA_STORE_SCHEMA 5
+#define HA_STORE_SCHEMA 6
 
 typedef struct _HaStore HaStore;
 

@@ -6,7 +6,9 @@
  * so (the boots and streams stored are still served); epochs and stacks, the frame
  * refused (malformed, rows_refused), nothing of it stored, the frames after it still
  * applied; gap positions, no more rows (streams.gap_frames still counts); STATS keys
- * beyond HA_STAT_KEYS, ignored. The counts hold across sessions (read at HELLO).
+ * beyond HA_STAT_KEYS, ignored; full stacks and stack count rows (an event's
+ * stack_id alone adds one, declared or not), not stored, their events counted under
+ * HA_HIST_KEY_REFUSED (rows_refused). The counts hold across sessions (read at HELLO).
  */
 #include <gio/gio.h>
 #include <glib/gstdio.h>
@@ -14,8 +16,12 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "guest-formats.h"
+#include "hist.h"
 #include "ingest.h"
 #include "proto.h"
+#include "ringpage.h"
+#include "store-ingest.h"
 #include "tap.h"
 #include "conn-feed.h"
 
@@ -59,6 +65,66 @@ static bool stacks(HaConn *c, uint64_t seq, uint64_t e, uint32_t slot0, unsigned
 	return conn_send_frame(c, SMP_STACKS, seq, p, len, error);
 }
 
+static bool formats(HaConn *c, uint64_t *seq, GError **error)
+{
+	g_autofree uint8_t *p = g_malloc(SMP_MAX_PAYLOAD);
+
+	for (unsigned int i = 0; i < gf_nr_formats; i++) {
+		struct smp_format m = {
+			.name = gf_formats[i].name,
+			.name_len = (uint16_t)strlen(gf_formats[i].name),
+			.text = gf_formats[i].text, .text_len = strlen(gf_formats[i].text),
+		};
+		long n = smp_format_encode(&m, p, SMP_MAX_PAYLOAD);
+
+		if (n < 0 || !conn_send_frame(c, SMP_FORMAT, (*seq)++, p, (size_t)n, error))
+			return false;
+	}
+	return true;
+}
+
+static void put_common(uint8_t *d, uint16_t type)
+{
+	int32_t pid = 77;
+
+	memset(d, 0, 8);
+	memcpy(d, &type, 2);
+	memcpy(d + 4, &pid, 4);
+}
+
+/* A PAGE of cpu 0: a kmalloc event and its stack, inline (3 frames at @ip0) when
+ * @ip0, else the stack_id event of @id. */
+static bool page(HaConn *c, uint64_t seq, uint64_t ip0, uint32_t id, GError **error)
+{
+	uint8_t pg[4096], km[52], ks[16 + 3 * 8] = { 0 }, sid[12], p[8 + sizeof(pg)];
+	struct ringpage rp;
+	struct smp_page m = { .cpu = 0, .data = pg };
+	int32_t depth = 3;
+	long n;
+
+	memset(km, 0, sizeof(km));
+	put_common(km, GF_ID_KMALLOC);
+	put_common(ks, GF_ID_KERNEL_STACK);
+	memcpy(ks + 8, &depth, 4);
+	for (int i = 0; i < depth; i++) {
+		uint64_t ip = ip0 + 16 * (uint64_t)i;
+
+		memcpy(ks + 16 + 8 * i, &ip, 8);
+	}
+	put_common(sid, GF_ID_STACK_ID);
+	memcpy(sid + 8, &id, 4);
+	ringpage_init(&rp, pg, sizeof(pg));
+	ringpage_reset(&rp, 1000 * seq);
+	ringpage_add(&rp, 1000 * seq, km, sizeof(km));
+	if (ip0)
+		ringpage_add(&rp, 1000 * seq + 5, ks, sizeof(ks));
+	else
+		ringpage_add(&rp, 1000 * seq + 5, sid, sizeof(sid));
+	m.data_len = ringpage_finish(&rp);
+	n = smp_page_encode(&m, p, sizeof(p));
+	return n > 0 && conn_send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
+}
+
 static int64_t q1(HaStore *s, const char *sql)
 {
 	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
@@ -94,12 +160,17 @@ int main(void)
 
 	ha_limits_default(&lim);
 	CHECK(lim.max_boots == HA_BOOTS_MAX_DEFAULT && lim.max_streams &&
-	      lim.max_epochs && lim.max_stacks && lim.max_gaps, "every row limit on by default");
+	      lim.max_epochs && lim.max_stacks && lim.max_gaps &&
+	      lim.max_fullstacks == HA_FULLSTACKS_MAX_DEFAULT &&
+	      lim.max_counts > lim.max_stacks + lim.max_fullstacks,
+	      "every row limit on by default");
 	lim.max_boots = 2;
 	lim.max_streams = 2;
 	lim.max_epochs = 3;
 	lim.max_stacks = 5;
 	lim.max_gaps = 1;
+	lim.max_fullstacks = 2;
+	lim.max_counts = 4;
 
 	/* boots: two fit, the third is refused, the first two still stream */
 	c = session(s, &lim, 1, 1, &e);
@@ -173,6 +244,67 @@ int main(void)
 	      "and a fourth epoch");
 	ha_conn_close(c);
 	ha_conn_free(c);
+
+	/* full stacks: boot 2 (no rows yet) stores two, the third is refused, its event
+	 * counted under HA_HIST_KEY_REFUSED; stack_counts rows: 3 so far (the two
+	 * stacks, the refused key), one more fits, a fifth key is refused and its
+	 * events are counted under the refused key too */
+	{
+		uint64_t seq = 1;
+		HaStoreBootRows r;
+
+		c = session(s, &lim, 2, 1, &e);
+		CHECK(c && formats(c, &seq, &e) && epoch(c, seq++, 0, &e), "boot 2: formats");
+		CHECK(page(c, seq++, 0xffffffff81000100ull, 0, &e) &&
+		      page(c, seq++, 0xffffffff81000200ull, 0, &e) &&
+		      page(c, seq++, 0xffffffff81000100ull, 0, &e) &&
+		      ha_conn_stats(c)->rows_refused == 0, "two full stacks stored");
+		CHECK(page(c, seq++, 0xffffffff81000300ull, 0, &e) &&
+		      ha_conn_stats(c)->rows_refused == 1 &&
+		      page(c, seq++, 0xffffffff81000300ull, 0, &e) &&
+		      ha_conn_stats(c)->rows_refused == 1,
+		      "a third refused, counted once (rows_refused %" PRIu64 ")",
+		      ha_conn_stats(c)->rows_refused);
+		CHECK(ha_conn_flush(c, &e), "committed (%s)", e ? e->message : "ok");
+		CHECK(q1(s, "SELECT COUNT(*) FROM fullstacks") == 2 &&
+		      q1(s, "SELECT COUNT(*) FROM stack_counts") == 3 &&
+		      q1(s, "SELECT count FROM stack_counts WHERE key = 1") == 2 &&
+		      q1(s, "SELECT SUM(count) FROM stack_counts") == 5,
+		      "2 full stacks, 3 count rows, the refused stack's 2 events under key 1");
+		/* two ids no STACKS declared: one row fits (4), the other is refused */
+		CHECK(page(c, seq++, 0, 0x00100007, &e) && page(c, seq++, 0, 0x00100009, &e) &&
+		      ha_conn_flush(c, &e) && ha_conn_stats(c)->rows_refused == 2,
+		      "one of two new keys refused (rows_refused %" PRIu64 ")",
+		      ha_conn_stats(c)->rows_refused);
+		CHECK(q1(s, "SELECT COUNT(*) FROM stack_counts") == 4 &&
+		      q1(s, "SELECT count FROM stack_counts WHERE key = 1") == 3 &&
+		      q1(s, "SELECT SUM(count) FROM stack_counts") == 7,
+		      "4 count rows, every event counted (%" PRId64 " rows, %" PRId64 " events)",
+		      q1(s, "SELECT COUNT(*) FROM stack_counts"),
+		      q1(s, "SELECT SUM(count) FROM stack_counts"));
+		ha_conn_close(c);
+		ha_conn_free(c);
+		CHECK(ha_store_boot_rows(s, q1(s, "SELECT MAX(id) FROM boots"), &r, &e) &&
+		      r.fullstacks == 2 && r.counts == 4,
+		      "boot_rows: %" PRIu64 " full stacks, %" PRIu64 " count rows", r.fullstacks,
+		      r.counts);
+
+		/* the next session: a stored stack still counts, a new one is refused */
+		c = session(s, &lim, 2, 1, &e);
+		CHECK(c && page(c, seq++, 0xffffffff81000200ull, 0, &e) &&
+		      page(c, seq++, 0xffffffff81000400ull, 0, &e) &&
+		      page(c, seq++, 0, 0x0010000b, &e) && ha_conn_flush(c, &e) &&
+		      ha_conn_stats(c)->rows_refused == 2,
+		      "next session: a new full stack and a new key refused (%" PRIu64 ")",
+		      c ? ha_conn_stats(c)->rows_refused : 0);
+		CHECK(q1(s, "SELECT COUNT(*) FROM fullstacks") == 2 &&
+		      q1(s, "SELECT COUNT(*) FROM stack_counts") == 4 &&
+		      q1(s, "SELECT count FROM stack_counts WHERE key = 1") == 5 &&
+		      q1(s, "SELECT SUM(count) FROM stack_counts") == 10,
+		      "still 2 full stacks and 4 count rows, 10 events counted");
+		ha_conn_close(c);
+		ha_conn_free(c);
+	}
 
 	ha_store_free(s);
 	g_unlink(path);

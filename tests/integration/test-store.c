@@ -67,21 +67,27 @@ static bool rows_match(HaStore *s, int64_t boot, const char *what)
 	int64_t stacks = count_of(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", boot);
 	int64_t gaps = count_of(s, "SELECT COUNT(*) FROM (SELECT DISTINCT stream, seq_lo"
 				" FROM gaps WHERE boot = ?)", boot);
+	int64_t full = count_of(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", boot);
+	int64_t counts = count_of(s, "SELECT COUNT(*) FROM stack_counts WHERE boot = ?", boot);
 	bool ok = ha_store_boot_rows(s, boot, &r, &e);
 
 	CHECK(ok && (int64_t)r.streams == streams && (int64_t)r.epochs == epochs &&
-	      (int64_t)r.stacks == stacks && (int64_t)r.gaps == gaps,
+	      (int64_t)r.stacks == stacks && (int64_t)r.gaps == gaps &&
+	      (int64_t)r.fullstacks == full && (int64_t)r.counts == counts,
 	      "%s: boot %" G_GINT64_FORMAT " counters %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
-	      "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT " = rows %" G_GINT64_FORMAT "/%"
-	      G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT " (%s)", what, boot,
-	      r.streams, r.epochs, r.stacks, r.gaps, streams, epochs, stacks, gaps,
-	      e ? e->message : "ok");
+	      "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT "/%"
+	      G_GUINT64_FORMAT " = rows %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%"
+	      G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+	      " (%s)", what, boot, r.streams, r.epochs, r.stacks, r.gaps, r.fullstacks,
+	      r.counts, streams, epochs, stacks, gaps, full, counts, e ? e->message : "ok");
 	return ok;
 }
 
 /* Two boots written through the typed calls, with the duplicates the guest may send
- * (an epoch, a stack, a gap on a second CPU) and a STACKS frame taken back; then the
- * same store as schema 3 had it (no counters) migrated: the counts come back. */
+ * (an epoch, a stack, a gap on a second CPU, a full stack, a count key), a STACKS
+ * frame taken back and rows refused at their limits; then the same store as schema 5
+ * had it (no full-stack or count counters) and as schema 3 had it (no counters)
+ * migrated: the counts come back. */
 static void test_boot_rows(const char *dir)
 {
 	g_autofree char *path = g_build_filename(dir, "rows.db", NULL);
@@ -123,6 +129,21 @@ static void test_boot_rows(const char *dir)
 			     ha_store_put_stack(s, boot[b], 1, &rec, &conflict, &added, &e) &&
 			     added && ha_store_stacks_end(s, false, &e);
 		}
+		/* full stacks (one twice, one beyond a limit of 2) and count rows (one
+		 * key twice, one refused at a limit of 4, key 0 and the refused key
+		 * always) */
+		for (uint32_t n = 1; ok && n <= 4; n++) {
+			int64_t id;
+
+			ok = ha_store_fullstack_id(s, boot[b], ips, n % 3 + 1, 2, &id, &e) &&
+			     (id != 0) == (n != 3);
+		}
+		for (uint64_t key = 0; ok && key < 6; key++) {
+			bool refused;
+
+			ok = ha_store_add_count(s, boot[b], key % 5, 1, 10, 20, 4, &refused, &e) &&
+			     refused == (key == 4);
+		}
 		for (uint32_t cpu = 0; ok && cpu < 2; cpu++)
 			ok = ha_store_put_gap(s, boot[b], stream, 7, 9, cpu, 0, &e) &&
 			     ha_store_put_gap(s, boot[b], stream, 20 + (uint64_t)b, 21, cpu, 0,
@@ -133,6 +154,24 @@ static void test_boot_rows(const char *dir)
 	CHECK(ok, "two boots stored (%s)", e ? e->message : "ok");
 	for (int b = 0; ok && b < 2; b++)
 		rows_match(s, boot[b], "typed calls");
+	CHECK(count_of(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", boot[0]) == 2 &&
+	      count_of(s, "SELECT COUNT(*) FROM stack_counts WHERE boot = ?", boot[0]) == 4,
+	      "full stacks and count rows held to their limits");
+	/* as schema 5 had it: boot_rows without the full-stack and count columns */
+	ok = ok && ha_store_exec(s, "DROP TRIGGER boot_rows_fullstack_add;"
+				 " DROP TRIGGER boot_rows_fullstack_del;"
+				 " DROP TRIGGER boot_rows_count_add; DROP TRIGGER boot_rows_count_del;"
+				 " ALTER TABLE boot_rows DROP COLUMN fullstacks;"
+				 " ALTER TABLE boot_rows DROP COLUMN counts;"
+				 " PRAGMA user_version = 5", &e);
+	ha_store_free(s);
+	CHECK(ok, "made a schema 5 store (%s)", e ? e->message : "ok");
+	s = ha_store_open(path, false, &e);
+	CHECK(s != NULL, "schema 5 migrated (%s)", e ? e->message : "ok");
+	for (int b = 0; s && b < 2; b++)
+		rows_match(s, boot[b], "migrated from 5");
+	if (!s)
+		return;
 	ok = ok && ha_store_exec(s, "DROP TRIGGER boot_rows_new; DROP TRIGGER boot_rows_gone;"
 				 " DROP TRIGGER boot_rows_stream_add;"
 				 " DROP TRIGGER boot_rows_stream_del;"
@@ -140,7 +179,11 @@ static void test_boot_rows(const char *dir)
 				 " DROP TRIGGER boot_rows_epoch_del;"
 				 " DROP TRIGGER boot_rows_stack_add;"
 				 " DROP TRIGGER boot_rows_stack_del; DROP TRIGGER boot_rows_gap_add;"
-				 " DROP TRIGGER boot_rows_gap_del; DROP TABLE boot_rows;"
+				 " DROP TRIGGER boot_rows_gap_del;"
+				 " DROP TRIGGER boot_rows_fullstack_add;"
+				 " DROP TRIGGER boot_rows_fullstack_del;"
+				 " DROP TRIGGER boot_rows_count_add; DROP TRIGGER boot_rows_count_del;"
+				 " DROP TABLE boot_rows;"
 				 " DROP TRIGGER postmortem_gone; DROP TABLE postmortems;"
 				 " DROP TABLE kmsg; PRAGMA user_version = 3", &e);
 	ha_store_free(s);

@@ -14,7 +14,21 @@ smdelta read /tmp/delta.bin /tmp/stop &
 rpid=$!
 smdelta pipe /tmp/pipe.bin /tmp/stop &
 ppid=$!
-sleep 1
+# both readers have their file open before tracing starts (opened: PID has FILE open)
+opened() {
+	for f in /proc/$1/fd/*; do
+		[ "$(readlink "$f" 2> /dev/null)" = "$T/$2" ] && return 0
+	done
+	return 1
+}
+i=0
+until opened $rpid stack_map_delta && opened $ppid trace_pipe; do
+	kill -0 $rpid 2> /dev/null || fail "the delta reader exited before opening stack_map_delta"
+	kill -0 $ppid 2> /dev/null || fail "the trace_pipe reader exited before opening trace_pipe"
+	[ $i -lt 600 ] || fail "the readers did not open their files in 30 s"
+	i=$((i + 1))
+	usleep 50000
+done
 echo 1 > $T/tracing_on
 delta_workload /tmp/stopwork &
 wpid=$!
