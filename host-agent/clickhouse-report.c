@@ -276,7 +276,7 @@ static bool ch_event_stacks(HaCh *c, const HaChReportOpts *o, const char *where,
 
 typedef struct {
 	char *folded;
-	char *json;
+	JsonNode *json;	/* the stack object, parsed; NULL: ClickHouse's was no object */
 } EvStack;
 
 static void ev_stack_free(gpointer p)
@@ -284,8 +284,24 @@ static void ev_stack_free(gpointer p)
 	EvStack *s = p;
 
 	g_free(s->folded);
-	g_free(s->json);
+	if (s->json)
+		json_node_unref(s->json);
 	g_free(s);
+}
+
+/* The stack object ClickHouse holds for an event stack (written by clickhouse-events.c
+ * from a report's stack object), parsed: NULL unless it is one JSON object. */
+static JsonNode *ev_stack_json(const char *text)
+{
+	g_autoptr(JsonParser) p = json_parser_new_immutable();
+	JsonNode *root;
+
+	if (!json_parser_load_from_data(p, text, -1, NULL))
+		return NULL;
+	root = json_parser_get_root(p);
+	if (!root || !JSON_NODE_HOLDS_OBJECT(root))
+		return NULL;
+	return json_node_ref(root);
 }
 
 /* One boot's selected events, the last @limit, oldest first. */
@@ -297,7 +313,9 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 	g_autoptr(GHashTable) stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
 							     g_free, ev_stack_free);
 	g_autofree char *ef = NULL, *sql = NULL, *ssql = NULL, *last = NULL;
-	guint n, first = 0;
+	g_autoptr(JsonBuilder) head = NULL;
+	HaJsonArray arr;
+	guint n, bad = 0;
 
 	ha_ch_sql_boot(key, b[0], b[1], b[2]);
 	if (o->last_ns >= 0) {
@@ -327,18 +345,22 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 		k = g_ascii_strtoull(f[0], NULL, 10);
 		s = g_new(EvStack, 1);
 		s->folded = g_strdup(f[1]);
-		s->json = g_strdup(f[2]);
+		s->json = o->json ? ev_stack_json(f[2]) : NULL;
+		bad += o->json && !s->json;
 		g_hash_table_insert(stacks, g_memdup2(&k, sizeof(k)), s);
 	}
+	if (bad)
+		g_warning("%s %s boot %s: %u stacks in ClickHouse are not JSON objects:"
+			  " their events' stack is null", b[0], b[1], b[3], bad);
 	n = evs->len;
 	if (o->json) {
-		g_string_append(out, "{\"host\":");
-		ha_report_json_str(out, b[0]);
-		g_string_append(out, ",\"domain\":");
-		ha_report_json_str(out, b[1]);
-		g_string_append(out, ",\"boot_id\":");
-		ha_report_json_str(out, b[2]);
-		g_string_append_printf(out, ",\"boot\":%s,\"events\":[", b[3]);
+		head = json_builder_new();
+		json_builder_begin_object(head);
+		ha_json_member_str(head, "host", b[0]);
+		ha_json_member_str(head, "domain", b[1]);
+		ha_json_member_str(head, "boot_id", b[2]);
+		ha_json_member_u64(head, "boot", g_ascii_strtoull(b[3], NULL, 10));
+		ha_json_array_begin(&arr, out, head, "events");
 	} else {
 		g_string_append_printf(out, "%s %s boot %s (%s): last %u events, oldest first\n",
 				       b[0], b[1], b[3], b[2], n);
@@ -354,17 +376,30 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 		s = g_hash_table_lookup(stacks, &k);
 		ts = g_ascii_strtoull(f[0], NULL, 10);
 		if (o->json) {
-			g_string_append_printf(out, "%s{\"ts\":%s,\"cpu\":%s,\"pid\":%s,"
-					       "\"event\":", first++ ? "," : "", f[0], f[1], f[2]);
-			ha_report_json_str(out, text);
-			g_string_append_printf(out, ",\"stack\":%s}", s ? s->json : "null");
+			g_autoptr(JsonBuilder) el = json_builder_new();
+
+			json_builder_begin_object(el);
+			ha_json_member_u64(el, "ts", ts);
+			ha_json_member_u64(el, "cpu", g_ascii_strtoull(f[1], NULL, 10));
+			ha_json_member_int(el, "pid", g_ascii_strtoll(f[2], NULL, 10));
+			ha_json_member_str(el, "event", text);
+			json_builder_set_member_name(el, "stack");
+			if (s && s->json)
+				json_builder_add_value(el, json_node_copy(s->json));
+			else
+				json_builder_add_null_value(el);
+			json_builder_end_object(el);
+			ha_json_array_add(&arr, el);
 		} else {
 			g_string_append_printf(out, "%" PRIu64 ".%09" PRIu64 " cpu%s pid %s  %s\n"
 					       "    %s\n", ts / 1000000000u, ts % 1000000000u, f[1],
 					       f[2], text, s ? s->folded : "[stack not shipped]");
 		}
 	}
-	g_string_append(out, o->json ? "]}\n" : "\n");
+	if (o->json)
+		ha_json_array_end(&arr);
+	else
+		g_string_append_c(out, '\n');
 	return true;
 }
 

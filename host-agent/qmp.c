@@ -67,48 +67,42 @@ static void qmp_close(HaQmp *q, const char *why, bool reconnect)
 		ha_backoff_schedule(&q->retry);
 }
 
-/*
- * The string value of member @key ("key": "value") in @line, g_free; NULL when absent.
- * QEMU writes `"key": "value"`; the values read here have no escapes.
- */
-static char *member_str(const char *line, const char *key)
+/* Member @key of @o when it is a string, else NULL (owned by @o). */
+static const char *obj_str(JsonObject *o, const char *key)
 {
-	g_autofree char *pat = g_strdup_printf("\"%s\"", key);
-	const char *p = strstr(line, pat), *end;
+	JsonNode *n = o ? json_object_get_member(o, key) : NULL;
 
-	if (!p)
+	if (!n || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING)
 		return NULL;
-	p += strlen(pat);
-	while (*p == ' ' || *p == ':')
-		p++;
-	if (*p != '"')
-		return NULL;
-	end = strchr(++p, '"');
-	return end ? g_strndup(p, (gsize)(end - p)) : NULL;
+	return json_node_get_string(n);
 }
 
-/* The integer value of member @key, or -1. */
-static int64_t member_int(const char *line, const char *key)
+/* Member @key of @o when it is an integer of at least 0, else -1. */
+static int64_t obj_int(JsonObject *o, const char *key)
 {
-	g_autofree char *pat = g_strdup_printf("\"%s\"", key);
-	const char *p = strstr(line, pat);
+	JsonNode *n = o ? json_object_get_member(o, key) : NULL;
 
-	if (!p)
+	if (!n || !JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64)
 		return -1;
-	p += strlen(pat);
-	while (*p == ' ' || *p == ':')
-		p++;
-	return g_ascii_isdigit(*p) ? g_ascii_strtoll(p, NULL, 10) : -1;
+	return MAX(json_node_get_int(n), -1);
+}
+
+/* Member @key of @o when it is an object, else NULL (owned by @o). */
+static JsonObject *obj_obj(JsonObject *o, const char *key)
+{
+	JsonNode *n = o ? json_object_get_member(o, key) : NULL;
+
+	return n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
 }
 
 /* The event's "timestamp" in microseconds of real time, or now. */
-static int64_t event_time(const char *line)
+static int64_t event_time(JsonObject *msg)
 {
-	const char *ts = strstr(line, "\"timestamp\"");
-	int64_t s = ts ? member_int(ts, "seconds") : -1;
-	int64_t us = ts ? member_int(ts, "microseconds") : -1;
+	JsonObject *ts = obj_obj(msg, "timestamp");
+	int64_t s = obj_int(ts, "seconds");
+	int64_t us = obj_int(ts, "microseconds");
 
-	if (s < 0 || us < 0)
+	if (s < 0 || us < 0 || us >= G_USEC_PER_SEC || s > G_MAXINT64 / G_USEC_PER_SEC - 1)
 		return g_get_real_time();
 	return s * G_USEC_PER_SEC + us;
 }
@@ -191,10 +185,11 @@ static char *dump_command(const char *path)
 }
 
 /* query-memory-size-summary answered: dump when the RAM fits the bounds. */
-static void pm_on_size(HaQmp *q, const char *line)
+static void pm_on_size(HaQmp *q, JsonObject *msg)
 {
-	int64_t base = member_int(line, "base-memory");
-	int64_t plugged = member_int(line, "plugged-memory");
+	JsonObject *ret = obj_obj(msg, "return");
+	int64_t base = obj_int(ret, "base-memory");
+	int64_t plugged = obj_int(ret, "plugged-memory");
 	uint64_t ram = (uint64_t)MAX(base, 0) + (uint64_t)MAX(plugged, 0);
 	struct statvfs vfs;
 	g_autofree char *cmd = NULL, *why = NULL;
@@ -229,10 +224,10 @@ static void pm_on_size(HaQmp *q, const char *line)
 }
 
 /* DUMP_COMPLETED: read the core into the crashed boot. */
-static void pm_on_dumped(HaQmp *q, const char *line)
+static void pm_on_dumped(HaQmp *q, JsonObject *msg)
 {
 	g_autoptr(GError) e = NULL;
-	g_autofree char *err = member_str(line, "error");
+	const char *err = obj_str(obj_obj(msg, "data"), "error");
 	int64_t now = g_get_monotonic_time();
 	int64_t dump_ms = (now - q->pm_dump_us) / 1000;
 	int64_t boot;
@@ -281,21 +276,21 @@ static void pm_on_panic(HaQmp *q, const char *action)
 		pm_fail(q, "cannot send query-memory-size-summary");
 }
 
-/* A command's answer (a line with "return" or "error" and our "id"). */
-static void on_reply(HaQmp *q, const char *line)
+/* A command's answer (a message with "return" or "error" and our "id"). */
+static void on_reply(HaQmp *q, JsonObject *msg, const char *line)
 {
-	g_autofree char *id = member_str(line, "id");
+	const char *id = obj_str(msg, "id");
+	bool error = json_object_has_member(msg, "error");
 
 	if (!id)
 		return;
 	if (strcmp(id, "pm-size") == 0 && q->pm_state == PM_SIZING) {
-		if (strstr(line, "\"error\""))
+		if (error)
 			pm_fail(q, "query-memory-size-summary failed");
 		else
-			pm_on_size(q, line);
-	} else if (strcmp(id, "pm-dump") == 0 && q->pm_state == PM_DUMPING &&
-		   strstr(line, "\"error\"")) {
-		g_autofree char *desc = member_str(line, "desc");
+			pm_on_size(q, msg);
+	} else if (strcmp(id, "pm-dump") == 0 && q->pm_state == PM_DUMPING && error) {
+		const char *desc = obj_str(obj_obj(msg, "error"), "desc");
 		g_autofree char *why = g_strdup_printf("dump-guest-memory refused: %s",
 						       desc ? desc : line);
 
@@ -303,12 +298,13 @@ static void on_reply(HaQmp *q, const char *line)
 	}
 }
 
-static void on_event(HaQmp *q, const char *line, const char *event)
+static void on_event(HaQmp *q, JsonObject *msg, const char *event)
 {
-	int64_t when = event_time(line);
+	JsonObject *data = obj_obj(msg, "data");
+	int64_t when = event_time(msg);
 
 	if (strcmp(event, "GUEST_PANICKED") == 0) {
-		g_autofree char *action = member_str(line, "action");
+		const char *action = obj_str(data, "action");
 		g_autofree char *why = g_strdup_printf("QMP GUEST_PANICKED (action %s)",
 						       action ? action : "?");
 
@@ -317,9 +313,9 @@ static void on_event(HaQmp *q, const char *line, const char *event)
 		pm_on_panic(q, action);
 	} else if (strcmp(event, "DUMP_COMPLETED") == 0) {
 		if (q->pm_state == PM_DUMPING)
-			pm_on_dumped(q, line);
+			pm_on_dumped(q, msg);
 	} else if (strcmp(event, "SHUTDOWN") == 0) {
-		g_autofree char *reason = member_str(line, "reason");
+		const char *reason = obj_str(data, "reason");
 
 		/* After GUEST_PANICKED with action poweroff: already marked. */
 		if (reason && strcmp(reason, "guest-panic") == 0 && !q->panicked)
@@ -332,28 +328,46 @@ static void on_event(HaQmp *q, const char *line, const char *event)
 	}
 }
 
+/*
+ * One line from QEMU: a JSON object, the greeting ("QMP"), a command's answer
+ * ("return" or "error") or an event ("event"). A line that is not a JSON object is
+ * logged and skipped. False: the negotiation failed (the connection is closed).
+ */
 static bool on_line(HaQmp *q, const char *line)
 {
-	g_autofree char *event = NULL;
+	g_autoptr(JsonParser) p = json_parser_new_immutable();
+	g_autoptr(GError) e = NULL;
+	JsonNode *root;
+	JsonObject *msg;
+	const char *event;
 
+	if (!line[strspn(line, " \t\r")])
+		return true;	/* QEMU ends its lines with \r\n */
+	if (!json_parser_load_from_data(p, line, -1, &e) ||
+	    !(root = json_parser_get_root(p)) || !JSON_NODE_HOLDS_OBJECT(root)) {
+		g_warning("%s: QMP %s: not a JSON object, skipped (%s)", q->domain, q->path,
+			  e ? e->message : "another JSON value");
+		return true;
+	}
+	msg = json_node_get_object(root);
 	if (!q->ready) {
-		if (strstr(line, "\"QMP\""))
+		if (json_object_has_member(msg, "QMP"))
 			return send_line(q, "{\"execute\": \"qmp_capabilities\"}\n");
-		if (strstr(line, "\"return\"")) {
+		if (json_object_has_member(msg, "return")) {
 			q->ready = true;
 			g_message("%s: QMP %s: watching for guest panics", q->domain, q->path);
 			return true;
 		}
-		if (strstr(line, "\"error\"")) {
+		if (json_object_has_member(msg, "error")) {
 			g_warning("%s: QMP %s: %s", q->domain, q->path, line);
 			return false;
 		}
 	}
-	event = member_str(line, "event");
+	event = obj_str(msg, "event");
 	if (event)
-		on_event(q, line, event);
-	else if (strstr(line, "\"return\"") || strstr(line, "\"error\""))
-		on_reply(q, line);
+		on_event(q, msg, event);
+	else if (json_object_has_member(msg, "return") || json_object_has_member(msg, "error"))
+		on_reply(q, msg, line);
 	return true;
 }
 
