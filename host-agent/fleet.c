@@ -11,7 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "backoff.h"
+#include "libvirt-conn.h"
 #include "libvirt-err.h"
 #include "source.h"
 #include "store.h"
@@ -26,11 +26,7 @@ struct _HaFleet {
 	char *uri;
 	char *state_dir;
 	HaLimits limits;
-	virConnectPtr lv;
-	int lifecycle_cb;
-	int device_cb;
-	HaBackoff retry;
-	guint idle;
+	HaLvConn *lv;		/* libvirtd, reconnected by itself (libvirt-conn.h) */
 	GHashTable *doms;	/* name -> FleetDom * (NULL: skipped) */
 };
 
@@ -128,44 +124,18 @@ static void on_device_added(virConnectPtr c, virDomainPtr dom, const char *alias
 	consider(opaque, dom);
 }
 
-static void disconnect(HaFleet *f)
-{
-	ha_lv_disconnect(&f->lv, &f->lifecycle_cb, &f->device_cb);
-}
-
-static gboolean on_closed_idle(gpointer user)
+/* (Re)connected: serve every domain defined now; later ones come as events. Each
+ * domain's source has its own connection and reconnects by itself. */
+static bool on_connected(virConnectPtr c, void *user, GError **error)
 {
 	HaFleet *f = user;
-
-	f->idle = 0;
-	disconnect(f);	/* each domain's source reconnects by itself */
-	ha_backoff_schedule(&f->retry);
-	return G_SOURCE_REMOVE;
-}
-
-static void on_close(virConnectPtr c, int reason, void *opaque)
-{
-	HaFleet *f = opaque;
-
-	if (!f->idle)
-		f->idle = g_idle_add(on_closed_idle, f);
-}
-
-static bool fleet_connect(HaFleet *f, GError **error)
-{
 	virDomainPtr *doms = NULL;
-	int n;
+	int n = virConnectListAllDomains(c, &doms, 0);
 
-	f->lv = ha_lv_connect(f->uri, on_lifecycle, on_device_added, on_close, f,
-			      &f->lifecycle_cb, &f->device_cb, error);
-	if (!f->lv)
-		return false;
-	n = virConnectListAllDomains(f->lv, &doms, 0);
 	if (n < 0) {
 		g_autofree char *why = ha_lv_error();
 
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "libvirt: %s", why);
-		disconnect(f);
 		return false;
 	}
 	for (int i = 0; i < n; i++) {
@@ -173,24 +143,9 @@ static bool fleet_connect(HaFleet *f, GError **error)
 		virDomainFree(doms[i]);
 	}
 	free(doms);
-	ha_backoff_reset(&f->retry);
 	g_message("all domains: serving %u with the stackmap channel",
 		  g_hash_table_size(f->doms));
 	return true;
-}
-
-static gboolean on_retry(gpointer user)
-{
-	HaFleet *f = user;
-	g_autoptr(GError) e = NULL;
-
-	if (fleet_connect(f, &e))
-		return G_SOURCE_REMOVE;
-	if (ha_backoff_first(&f->retry))
-		g_message("all domains: %s; retrying with backoff up to %u ms", e->message,
-			  HA_BACKOFF_MAX_MS);
-	ha_backoff_schedule(&f->retry);
-	return G_SOURCE_REMOVE;
 }
 
 HaFleet *ha_fleet_new(const char *uri, const char *state_dir, const HaLimits *limits)
@@ -201,25 +156,25 @@ HaFleet *ha_fleet_new(const char *uri, const char *state_dir, const HaLimits *li
 	f->uri = g_strdup(uri);
 	f->state_dir = g_strdup(state_dir);
 	f->limits = *limits;
-	f->lifecycle_cb = f->device_cb = -1;
-	ha_backoff_init(&f->retry, on_retry, f);
+	f->lv = ha_lv_conn_new(uri, "all domains", &(HaLvConnOps){
+					.lifecycle = on_lifecycle,
+					.device_added = on_device_added,
+					.connected = on_connected,
+				}, f);
 	f->doms = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, dom_free);
 	return f;
 }
 
 bool ha_fleet_start(HaFleet *f, GError **error)
 {
-	return fleet_connect(f, error);
+	return ha_lv_conn_start(f->lv, error);
 }
 
 void ha_fleet_free(HaFleet *f)
 {
 	if (!f)
 		return;
-	disconnect(f);
-	ha_backoff_cancel(&f->retry);
-	if (f->idle)
-		g_source_remove(f->idle);
+	ha_lv_conn_free(f->lv);
 	g_hash_table_destroy(f->doms);
 	g_free(f->uri);
 	g_free(f->state_dir);

@@ -34,23 +34,19 @@
 #include "backoff.h"
 #include "conn-driver.h"
 #include "crash.h"
+#include "libvirt-conn.h"
 #include "libvirt-err.h"
 #include "link-libvirt.h"
 
 #define CHANNEL_NAME	"org.stackmap.0"
 
 struct _HaLvSource {
-	char *uri;		/* NULL: libvirt's default */
 	char *name;		/* libvirt domain name */
 	char *label;		/* store name, for logs */
 	HaStore *store;
 	HaLimits limits;
 
-	virConnectPtr lv;
-	int lifecycle_cb;	/* -1 when not registered */
-	int device_cb;
-	HaBackoff lv_retry;
-	guint lv_idle;		/* libvirtd went away: reconnect from an idle */
+	HaLvConn *lv;		/* libvirtd, reconnected by itself (libvirt-conn.h) */
 	bool stopping;
 
 	HaDriver *drv;		/* the open channel's connection, NULL when none */
@@ -96,7 +92,9 @@ static void drain(HaLvSource *s)
 /* Look the domain up: NULL when it is not defined. The caller frees it. */
 static virDomainPtr lookup(HaLvSource *s)
 {
-	return s->lv ? virDomainLookupByName(s->lv, s->name) : NULL;
+	virConnectPtr c = ha_lv_conn_get(s->lv);
+
+	return c ? virDomainLookupByName(c, s->name) : NULL;
 }
 
 /* Open the channel when the domain runs. False: try again later. */
@@ -107,7 +105,7 @@ static bool try_open(HaLvSource *s)
 	virDomainPtr dom;
 	virStreamPtr st;
 
-	if (s->drv || !s->lv)
+	if (s->drv || !ha_lv_conn_get(s->lv))
 		return true;
 	dom = lookup(s);
 	if (!dom || virDomainIsActive(dom) != 1) {
@@ -119,7 +117,7 @@ static bool try_open(HaLvSource *s)
 		s->warned_open = true;
 		return true;	/* the STARTED event brings us back */
 	}
-	st = virStreamNew(s->lv, VIR_STREAM_NONBLOCK);
+	st = virStreamNew(ha_lv_conn_get(s->lv), VIR_STREAM_NONBLOCK);
 	if (!st || virDomainOpenChannel(dom, CHANNEL_NAME, st, VIR_DOMAIN_CHANNEL_FORCE) < 0) {
 		g_autofree char *why = ha_lv_error();
 
@@ -223,62 +221,24 @@ static void on_device_added(virConnectPtr c, virDomainPtr dom, const char *alias
 		ha_backoff_cancel(&s->open_retry);
 }
 
-/* ---- the libvirtd connection ---------------------------------------------------- */
+/* ---- the libvirtd connection (libvirt-conn.h) ---------------------------------- */
 
-static void lv_disconnect(HaLvSource *s)
-{
-	channel_close(s, "libvirt connection closed");
-	ha_backoff_cancel(&s->open_retry);
-	ha_lv_disconnect(&s->lv, &s->lifecycle_cb, &s->device_cb);
-}
-
-static gboolean on_lv_closed_idle(gpointer user)
+static void on_lv_closing(void *user)
 {
 	HaLvSource *s = user;
 
-	s->lv_idle = 0;
-	lv_disconnect(s);
-	if (!s->stopping)
-		ha_backoff_schedule(&s->lv_retry);
-	return G_SOURCE_REMOVE;
+	channel_close(s, "libvirt connection closed");
+	ha_backoff_cancel(&s->open_retry);
 }
 
-static void on_lv_close(virConnectPtr c, int reason, void *opaque)
+static bool on_lv_connected(virConnectPtr c, void *user, GError **error)
 {
-	HaLvSource *s = opaque;
+	HaLvSource *s = user;
 
-	g_message("%s: libvirtd went away (reason %d); reconnecting", s->label, reason);
-	/* Not from inside libvirt's own callback. */
-	if (!s->lv_idle)
-		s->lv_idle = g_idle_add(on_lv_closed_idle, s);
-}
-
-static bool lv_connect(HaLvSource *s, GError **error)
-{
-	s->lv = ha_lv_connect(s->uri, on_lifecycle, on_device_added, on_lv_close, s,
-			      &s->lifecycle_cb, &s->device_cb, error);
-	if (!s->lv)
-		return false;
-	ha_backoff_reset(&s->lv_retry);
 	s->warned_open = false;
 	if (!try_open(s))
 		schedule_open(s);
 	return true;
-}
-
-static gboolean on_lv_retry(gpointer user)
-{
-	HaLvSource *s = user;
-	g_autoptr(GError) e = NULL;
-
-	if (lv_connect(s, &e))
-		return G_SOURCE_REMOVE;
-	if (ha_backoff_first(&s->lv_retry))
-		g_message("%s: %s; retrying with backoff up to %u ms", s->label, e->message,
-			  HA_BACKOFF_MAX_MS);
-	if (!s->stopping)
-		ha_backoff_schedule(&s->lv_retry);
-	return G_SOURCE_REMOVE;
 }
 
 void ha_libvirt_init(void)
@@ -298,13 +258,16 @@ HaLvSource *ha_lv_source_new(const char *uri, const char *domain, HaStore *store
 	HaLvSource *s = g_new0(HaLvSource, 1);
 
 	ha_libvirt_init();
-	s->uri = g_strdup(uri);
 	s->name = g_strdup(domain);
 	s->label = g_strdup(label);
 	s->store = store;
 	s->limits = *limits;
-	s->lifecycle_cb = s->device_cb = -1;
-	ha_backoff_init(&s->lv_retry, on_lv_retry, s);
+	s->lv = ha_lv_conn_new(uri, label, &(HaLvConnOps){
+					.lifecycle = on_lifecycle,
+					.device_added = on_device_added,
+					.connected = on_lv_connected,
+					.closing = on_lv_closing,
+				}, s);
 	ha_backoff_init(&s->open_retry, on_open_retry, s);
 	return s;
 }
@@ -313,7 +276,7 @@ bool ha_lv_source_start(HaLvSource *s, GError **error)
 {
 	/* The first connection must work: a wrong URI is an operator's error. Later
 	 * losses of libvirtd are reconnected. */
-	return lv_connect(s, error);
+	return ha_lv_conn_start(s->lv, error);
 }
 
 void ha_lv_source_free(HaLvSource *s)
@@ -323,11 +286,8 @@ void ha_lv_source_free(HaLvSource *s)
 	s->stopping = true;
 	drain(s);
 	channel_close(s, "host-agent stopping");
-	lv_disconnect(s);
-	ha_backoff_cancel(&s->lv_retry);
-	if (s->lv_idle)
-		g_source_remove(s->lv_idle);
-	g_free(s->uri);
+	ha_lv_conn_free(s->lv);
+	ha_backoff_cancel(&s->open_retry);
 	g_free(s->name);
 	g_free(s->label);
 	g_free(s);
