@@ -76,6 +76,7 @@ dpkg-deb -c "$host_deb" | awk '{print $6}' >"$W/host.files"
 dpkg-deb -c "$guest_deb" | awk '{print $6}' >"$W/guest.files"
 for f in ./usr/bin/host-agent ./usr/share/man/man8/host-agent.8.gz \
 	./lib/systemd/system/host-agent@.service ./lib/systemd/system/host-agent-fleet.service \
+	./lib/systemd/system/host-agent-libvirt.service \
 	./usr/share/bash-completion/completions/host-agent \
 	./usr/share/virtio-stackmap/stackmap-channel.xml; do
 	grep -qxF "$f" "$W/host.files" || fail "host package lacks $f"
@@ -156,16 +157,19 @@ grep -qx 'ExecStart=/usr/sbin/stackmap-guestd $STACKMAP_GUESTD_OPTS' \
 	fail "postinst did not enable stackmap-guestd.service"
 [ ! -e "$R/etc/systemd/system/multi-user.target.wants/host-agent-fleet.service" ] ||
 	fail "postinst enabled the fleet unit"
+[ ! -e "$R/etc/systemd/system/multi-user.target.wants/host-agent-libvirt.service" ] ||
+	fail "postinst enabled the libvirt unit"
 ok "stackmap-guestd: static, unit at the installed path, enabled for the next boot"
 
 # The units as systemd reads them, with the installed binaries.
 mkdir "$R/tmp/units"
 cp "$R/lib/systemd/system/host-agent@.service" "$R/tmp/units/host-agent@vm1.service"
 cp "$R/lib/systemd/system/host-agent-fleet.service" \
+	"$R/lib/systemd/system/host-agent-libvirt.service" \
 	"$R/lib/systemd/system/stackmap-guestd.service" "$R/tmp/units/"
 chroot "$R" sh -c 'systemd-analyze verify /tmp/units/*.service' >"$W/verify.log" 2>&1 || { cat "$W/verify.log"; fail "systemd-analyze verify"; }
 ! grep -v '^$' "$W/verify.log" | grep -q . || { cat "$W/verify.log"; fail "systemd-analyze verify said something"; }
-ok "systemd-analyze verify: the three units"
+ok "systemd-analyze verify: the four units"
 
 # Bash completion, found as bash-completion finds it on the first TAB (its loader, by
 # the command's name) and run as bash runs it, in the root's bash.

@@ -46,6 +46,7 @@ for f in ./usr/bin/host-agent ./usr/libexec/virtio-stackmap/stackmap-guestd \
 	./usr/share/man/man8/host-agent.8 ./usr/share/man/man8/stackmap-guestd.8 \
 	./usr/lib/systemd/system/host-agent@.service \
 	./usr/lib/systemd/system/host-agent-fleet.service \
+	./usr/lib/systemd/system/host-agent-libvirt.service \
 	./usr/lib/systemd/system/stackmap-guestd.service \
 	./usr/share/bash-completion/completions/host-agent \
 	./usr/share/virtio-stackmap/stackmap-channel.xml \
@@ -58,7 +59,7 @@ ok "meson install: $(wc -l <"$W/files") files where the README says"
 "$D/usr/bin/host-agent" --version | grep -q '^host-agent ' || fail "installed host-agent --version"
 ! readelf -d "$D/usr/libexec/virtio-stackmap/stackmap-guestd" | grep -q NEEDED ||
 	fail "the installed stackmap-guestd is not static"
-for unit in host-agent@ host-agent-fleet; do
+for unit in host-agent@ host-agent-fleet host-agent-libvirt; do
 	grep -q '^ExecStart=/usr/bin/host-agent ' "$D/usr/lib/systemd/system/$unit.service" ||
 		fail "$unit.service: ExecStart"
 done
@@ -66,6 +67,9 @@ grep -q '^ExecStart=/usr/libexec/virtio-stackmap/stackmap-guestd ' \
 	"$D/usr/lib/systemd/system/stackmap-guestd.service" || fail "stackmap-guestd.service: ExecStart"
 grep -q '^ExecStart=.* --domain %i ' "$D/usr/lib/systemd/system/host-agent@.service" ||
 	fail "host-agent@.service: --domain %i"
+grep -q '^ExecStart=/usr/bin/host-agent --all-domains ' \
+	"$D/usr/lib/systemd/system/host-agent-libvirt.service" ||
+	fail "host-agent-libvirt.service: --all-domains"
 grep -q '^EnvironmentFile=-/etc/default/host-agent$' \
 	"$D/usr/lib/systemd/system/host-agent@.service" || fail "host-agent@.service: /etc/default"
 ok "the units name the installed programs"
