@@ -203,6 +203,56 @@ int agent_send_metadata(struct agent *a, struct win *w, bool regen)
 	return 0;
 }
 
+/*
+ * The next line of /proc/modules from *@p, and its fields that say which symbols
+ * kallsyms has: name, size, state and address (module_kallsyms_on_each_symbol()
+ * changes with them). The use count and the users ("name size refs users state
+ * addr") change whenever a task opens a file the module owns (a debugfs or device
+ * node): a new KSYMS for those would send the whole kallsyms again and again.
+ */
+static bool module_line(const char **p, char key[4][96])
+{
+	const char *l = *p, *end;
+	int f = 0;
+
+	memset(key, 0, sizeof(char[4][96]));
+	if (!*l)
+		return false;
+	end = strchrnul(l, '\n');
+	*p = *end ? end + 1 : end;
+	for (int i = 0; i < 6 && l < end; i++) {
+		size_t n = strcspn(l, " \n");
+
+		if (n > (size_t)(end - l))
+			n = (size_t)(end - l);
+		if (i != 2 && i != 3) {
+			snprintf(key[f], sizeof(key[f]), "%.*s", (int)n, l);
+			f++;
+		}
+		l += n;
+		l += strspn(l, " ");
+	}
+	return true;
+}
+
+/* Would kallsyms list other module symbols with module list @b than with @a? */
+static bool modules_differ(const char *a, const char *b)
+{
+	char ka[4][96], kb[4][96];
+	bool ha, hb;
+
+	for (;;) {
+		ha = module_line(&a, ka);
+		hb = module_line(&b, kb);
+		if (ha != hb)
+			return true;
+		if (!ha)
+			return false;
+		if (memcmp(ka, kb, sizeof(ka)))
+			return true;
+	}
+}
+
 static void modules_rescan(struct agent *a, struct win *w)
 {
 	_cleanup_free_ char *mods = NULL;
@@ -210,7 +260,7 @@ static void modules_rescan(struct agent *a, struct win *w)
 
 	if (read_file_at(a->o.procfs, "modules", KALLSYMS_MAX, &mods, &len) < 0)
 		return;
-	if (a->modules && strcmp(a->modules, mods) == 0)
+	if (a->modules && !modules_differ(a->modules, mods))
 		return;
 	a->ksyms_gen++;
 	a->modules_gen++;

@@ -178,6 +178,7 @@ static void make_tree(void)
 	mkdirs("tracefs/events/ftrace/function");
 	mkdirs("tracefs/events/kmem/kmalloc");
 	mkdirs("tracefs/events/kmem/kfree");
+	mkdirs("tracefs/events/kmem/kmem_cache_free");
 	mkdirs("tracefs/options");
 	mkdirs("proc/sys/kernel/random");
 	mkdirs("sys/kernel");
@@ -192,6 +193,7 @@ static void make_tree(void)
 	put_text("tracefs/events/ftrace/function/format", "name: function\nID: 1\n");
 	put_text("tracefs/events/kmem/kmalloc/format", "name: kmalloc\nID: 300\n");
 	put_text("tracefs/events/kmem/kfree/format", "name: kfree\nID: 301\n");
+	put_text("tracefs/events/kmem/kmem_cache_free/format", "name: kmem_cache_free\nID: 302\n");
 	put_text("tracefs/set_event", "kmem:kmalloc\n");
 	put_text("tracefs/set_event_notrace_pid", "");
 	put_text("tracefs/trace_marker", "");
@@ -871,6 +873,11 @@ static bool got_new_meta(struct rx *r)
 	       r->ksyms_bytes[1] == kallsyms_len && got_pages(r);
 }
 
+static bool got_cache_free_format(struct rx *r)
+{
+	return strstr(r->format_names, "kmem/kmem_cache_free ") != NULL;
+}
+
 static bool got_cut(struct rx *r)
 {
 	return r->close_after == 0;
@@ -1056,6 +1063,25 @@ static void scenario_main(void)
 	ok(rx_pump(&rx, TIMEOUT_MS, got_cmdlines) && rx.cmdlines_gen == 1 &&
 	   !strcmp(rx.cmdlines, "42 make\n77 cc1\n"),
 	   "CMDLINES generation 1: the changed lines only");
+	/*
+	 * The module's use count and users change (a task opened a file it owns): its
+	 * symbols are the same, so no new KSYMS. A rescan reads the enabled events, then
+	 * the module list, then saved_cmdlines: once the newly enabled event's FORMAT
+	 * arrives, a rescan has read the changed list (and queued any MODULES and KSYMS
+	 * right behind that FORMAT); once a later CMDLINES arrives, they would be here.
+	 */
+	put_text("proc/modules", "stackmap_test 16384 2 other_mod, Live 0xffffffffc0000000\n");
+	put_text("tracefs/set_event", "kmem:kmalloc\nkmem:kfree\nkmem:kmem_cache_free\n");
+	ok(rx_pump(&rx, TIMEOUT_MS, got_cache_free_format),
+	   "FORMAT of the event enabled with the module list's change");
+	put_text("tracefs/saved_cmdlines", "42 make\n1 init\n77 cc1\n88 ld\n");
+	want_cmdlines = rx.cmdlines_frames + 1;
+	ok(rx_pump(&rx, TIMEOUT_MS, got_cmdlines) && !strcmp(rx.cmdlines, "88 ld\n"),
+	   "CMDLINES of a rescan after the one that read the module list");
+	ok(rx.modules_last_gen == 1 && !rx.ksyms_bytes[2],
+	   "a module's use count and users changed: no new MODULES or KSYMS (generation %u)",
+	   rx.modules_last_gen);
+	put_text("tracefs/saved_cmdlines", "42 make\n1 init\n77 cc1\n");
 
 	/* 4. the host goes away in the middle of a frame while tracing goes on */
 	rx.ack = false;
