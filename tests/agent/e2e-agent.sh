@@ -41,6 +41,7 @@ mkdir -p "$root"/{bin,proc,sys,dev,tmp}
 cp "$busybox" "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 install -m 0755 "$here/e2e-init.sh" "$root/init"
+install -m 0644 "$gk/initramfs/scenarios/agent-state.sh" "$root/agent-state.sh"
 install -m 0755 "$agent" "$root/stackmap-guestd"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --owner=0:0 --quiet) |
 	gzip -1 > "$work/agent-initrd.cpio.gz"

@@ -22,34 +22,12 @@ say "kernel $(uname -r) cpus $(nproc)"
 if [ -e $T/stack_map_delta ]; then say "delta yes"; else say "delta no"; fi
 opts="--events kmem:kmalloc,kmem:kfree --stacktrace --exclude-self --buffer-kb 2048"
 [ -e $T/options/stackmap ] && opts="$opts --stackmap"
-# streaming: the agent has every CPU's trace_pipe_raw open, and stack_map_delta when
-# the kernel has one (a map reset before that would free stacks no reader kept)
-streaming() {
-	open=0 cpus=0 delta=0
-	[ -e $T/stack_map_delta ] || delta=1
-	for f in /proc/$AGENT/fd/*; do
-		case "$(readlink "$f" 2> /dev/null)" in
-		*/per_cpu/cpu*/trace_pipe_raw) open=$((open + 1)) ;;
-		*/stack_map_delta) delta=1 ;;
-		esac
-	done
-	for f in $T/per_cpu/cpu*; do cpus=$((cpus + 1)); done
-	[ $open -ge $cpus ] && [ $delta = 1 ]
-}
+# the agent's progress (streaming, until_state): guest-kernel/initramfs/scenarios/
+# agent-state.sh; a failed wait says FAIL and goes on (this is /init: it must not exit)
+fail() { say "FAIL $*"; }
+. /agent-state.sh
 # unread: the events still in the ring buffers, summed over the CPUs
 unread() { cat $T/per_cpu/cpu*/stats | awk '$1 == "entries:" { n += $2 } END { print n + 0 }'; }
-# until_state WHAT CMD...: poll CMD every 50 ms, at most 60 s, while the agent runs
-until_state() {
-	what=$1
-	shift
-	i=0
-	until "$@"; do
-		kill -0 $AGENT 2> /dev/null || { say "FAIL stackmap-guestd exited before $what"; break; }
-		[ $i -lt 1200 ] || { say "FAIL not $what within 60 s"; break; }
-		i=$((i + 1))
-		usleep 50000
-	done
-}
 drained() { [ "$(unread)" = 0 ]; }
 
 /stackmap-guestd $opts -v &

@@ -64,6 +64,7 @@
 # apart, and panics with sysrq-c right after the K-th: tick I is committed at
 # least K - I ms before the panic.
 . /scenarios/lib.sh
+. /scenarios/agent-state.sh
 mode=$(param e2s_mode steady)
 seconds=$(param e2s_seconds 15)
 resets=$(param e2s_resets 50)
@@ -128,34 +129,6 @@ chains_resume() {
 	while [ -e /tmp/chains-paused ]; do usleep 2000; done
 }
 chains_counts() { awk '{ printf "%s%s", s, $2; s = " " }' $CH; }
-# streaming: the agent ($AGENT) has every CPU's trace_pipe_raw open
-streaming() {
-	_open=0 _cpus=0
-	_delta=0
-	[ -e $T/stack_map_delta ] || _delta=1
-	for _f in /proc/$AGENT/fd/*; do
-		case "$(readlink "$_f" 2> /dev/null)" in
-		*/per_cpu/cpu*/trace_pipe_raw) _open=$((_open + 1)) ;;
-		*/stack_map_delta) _delta=1 ;;
-		esac
-	done
-	for _f in $T/per_cpu/cpu*; do _cpus=$((_cpus + 1)); done
-	[ $_open -ge $_cpus ] && [ $_delta = 1 ]
-}
-# rb_field NAME: NAME's value in every CPU's ring-buffer stats, in CPU order
-rb_field() {
-	for _d in $T/per_cpu/cpu*; do
-		awk -v k="$1:" 'index($0, k) == 1 { print $NF }' $_d/stats
-	done
-}
-# caught_up BACKLOG: on every CPU the agent has read at least as many events as
-# BACKLOG (that CPU's entries when it started) says were waiting then
-caught_up() {
-	for _r in $(rb_field 'read events'); do
-		[ "$_r" -ge "$1" ] || return 1
-		shift
-	done
-}
 entries() { cat $T/per_cpu/cpu*/stats | awk '$1 == "entries:" { n += $2 } END { print n + 0 }'; }
 # copy_log FILE: FILE's lines to the console as they are written, until /tmp/log-stop
 # exists and every line was copied
@@ -234,7 +207,7 @@ if [ "$mode" = clockreset ]; then
 	echo 1 > $T/tracing_on
 	chains_resume
 fi
-backlog=$(rb_field entries)
+backlog=$(rb_sum entries)
 # overflow and postmortem read the agent's log (postmortem: its "host WELCOME")
 if [ "$mode" = overflow ] || [ "$mode" = postmortem ]; then
 	: > /tmp/agent.log
@@ -248,30 +221,16 @@ else
 	/stackmap-guestd --exclude-self --linger-ms=$LINGER_MS $agent_opts &
 	AGENT=$!
 fi
-# The agent streams once it has every CPU's ring buffer and stack_map_delta open: from
-# then on what the buffers hold is its to read, lost only if they overrun, and a map
-# reset keeps the entries it has not read yet for it (before it opens the delta file,
-# after its metadata snapshot, which takes seconds of kallsyms on a loaded host, a
-# reset would free the first epoch's stacks with no reader to keep them for).
-# CHAINS-STREAMING below waits for its first reads.
-i=0
-until streaming; do
-	kill -0 $AGENT 2> /dev/null || fail "stackmap-guestd exited during its setup"
-	[ $i -lt 1200 ] || fail "stackmap-guestd did not open every CPU's trace_pipe_raw and stack_map_delta in 60 s"
-	i=$((i + 1))
-	usleep 50000
-done
+# The agent streams once it has every CPU's ring buffer and stack_map_delta open
+# (agent-state.sh's streaming(): what a map reset needs). CHAINS-STREAMING below waits
+# for its first reads.
+until_state "streaming (every CPU's trace_pipe_raw and stack_map_delta open)" streaming
 say "STREAMING agent=$AGENT"
 if [ "$delay" != 0 ]; then
 	# what the ring buffers held when the agent started is read: from here on every
 	# event is, unless they overrun again
-	i=0
 	# shellcheck disable=SC2086
-	until caught_up $backlog; do
-		[ $i -lt 1200 ] || fail "stackmap-guestd did not read the backlog ($backlog) in 60 s"
-		i=$((i + 1))
-		usleep 50000
-	done
+	until_state "read the backlog ($backlog)" read_past $backlog
 	say "CHAINS-STREAMING $(chains_counts) overrun=$(overrun)"
 fi
 end=$(($(date +%s) + seconds))

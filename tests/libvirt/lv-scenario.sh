@@ -14,54 +14,24 @@ for arg in $(cat /proc/cmdline); do
 done
 say() { echo "STACKMAP-LV: $*"; }
 T=/sys/kernel/tracing
-# read_events: per CPU, in CPU order, the events read from its ring buffer; held: the
-# same plus those still in it (what the agent will have read once it catches up)
-read_events() { awk '$1 == "read" && $2 == "events:" { print $3 }' $T/per_cpu/cpu*/stats; }
-held() {
-	for d in $T/per_cpu/cpu*; do
-		awk '$1 == "entries:" || ($1 == "read" && $2 == "events:") { n += $NF }
-			END { print n + 0 }' "$d/stats"
-	done
-}
-# read_past COUNT...: every CPU's read events have reached its COUNT
-read_past() {
-	for r in $(read_events); do
-		[ "$r" -ge "$1" ] || return 1
-		shift
-	done
-}
-# port_sent: bytes the guest has put on the org.stackmap.0 port (virtio_console debugfs)
-port_sent() {
-	for f in /sys/kernel/debug/virtio-ports/*; do
-		grep -qx 'name: org.stackmap.0' "$f" && sed -n 's/^bytes_sent: //p' "$f"
-	done
-}
-sent_past() { [ "$(port_sent)" -gt "$1" ]; }
-# until_state CMD...: poll CMD every 50 ms while the agent runs (the host side's waits
-# bound this)
-until_state() {
-	until "$@"; do
-		kill -0 "$guestd" 2> /dev/null || { say "stackmap-guestd exited"; return 1; }
-		usleep 50000
-	done
-}
+fail() { say "FAIL $*"; exit 1; }
+. /scenarios/agent-state.sh
 # streamed: the host has the stream, and every event the ring buffers held so far is
-# on the port (read by the agent, and port bytes sent after that read: it writes its
-# frames in order, right after each read, and its STATS at least every 10 s)
+# on the port (agent-state.sh's sent_held)
 streamed() {
 	# Not before the host has the stream: a slow host (TCG on a busy machine) can
 	# take longer than the workload to connect, and a crash before HELLO records
-	# no boot at all.
-	until_state grep -q "host WELCOME" /tmp/guestd.log || return 1
-	# shellcheck disable=SC2046
-	until_state read_past $(held) || return 1
-	sent=$(port_sent)
-	[ -n "$sent" ] || { say "no org.stackmap.0 in /sys/kernel/debug/virtio-ports"; return 1; }
-	until_state sent_past "$sent"
+	# no boot at all. Unbounded here (a hot-plugged channel comes when the test
+	# plugs it): the host side's waits bound the test.
+	until grep -q "host WELCOME" /tmp/guestd.log; do
+		kill -0 "$AGENT" 2> /dev/null || fail "stackmap-guestd exited before the host's WELCOME"
+		usleep 50000
+	done
+	sent_held
 }
 # Its messages go to a file (read below) and on to the console.
 /stackmap-guestd --exclude-self 2> /tmp/guestd.log &
-guestd=$!
+AGENT=$!
 tail -f /tmp/guestd.log &
 say "guestd started, mode $mode"
 end=$(($(date +%s) + seconds))
@@ -76,7 +46,7 @@ if [ "$mode" = crash ]; then
 elif [ "$mode" = poweroff ]; then
 	# the host must have a boot for the power-off to end
 	streamed
-	kill -9 "$guestd"
+	kill -9 "$AGENT"
 	say "agent killed; powering off"
 	poweroff -f
 fi
