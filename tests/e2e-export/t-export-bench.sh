@@ -7,7 +7,7 @@ EVENTS=${EVENTS:-400000}
 start_daemon --listen "$T/sock" --domain-name vm
 "$SYNTH_GUEST" --connect "$T/sock" --events "$EVENTS" --cpus 4 --epochs 4 --stacks 2000 \
 	--seed 3 -q >/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 ha() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name vm; }
 db=$(db_of vm)

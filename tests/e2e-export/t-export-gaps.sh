@@ -11,7 +11,7 @@ command -v "$TRACE_CMD" >/dev/null || fail "no trace-cmd ($TRACE_CMD): run .ci/i
 start_daemon --listen "$T/sock" --domain-name vm
 "$SYNTH_GUEST" --connect "$T/sock" --events 20000 --cpus 2 --epochs 2 --stacks 200 \
 	--gap-at 200 --gap 5 --seed 7 -q >/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 grep -q "frames 200..204 never arrived" "$T/daemon.log" || fail "the daemon saw no gap"
 rows=$("$SQLITE3" "$(db_of vm)" "SELECT COUNT(*), MIN(seq_lo), MAX(seq_hi), COUNT(DISTINCT cpu) FROM gaps")

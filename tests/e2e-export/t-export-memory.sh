@@ -10,7 +10,7 @@ for n in 50000 200000; do
 	start_daemon --listen "$T/sock$n" --domain-name b$n --batch-mb 1
 	"$SYNTH_GUEST" --connect "$T/sock$n" --events $n --cpus 4 --epochs 8 --stacks 2000 \
 		--seed 3 -q >/dev/null || fail "guest of $n events"
-	wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+	wait_for daemon_says "closed the connection" || fail "no disconnect"
 	stop_daemon
 	: >"$T/daemon.log"
 done

@@ -10,7 +10,7 @@ command -v "$TRACE_CMD" >/dev/null || fail "no trace-cmd ($TRACE_CMD): run .ci/i
 start_daemon --listen "$T/sock" --domain-name vm
 "$SYNTH_GUEST" --connect "$T/sock" --events 40000 --cpus 4 --epochs 30 --stacks 300 \
 	--map-bits 8 --missed 7 --seed 5 --cmdlines -q >/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 ha() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name vm; }
 

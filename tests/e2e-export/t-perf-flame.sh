@@ -9,7 +9,7 @@ command -v "$CHROMIUM" >/dev/null || fail "no chromium ($CHROMIUM): run .ci/inst
 start_daemon --listen "$T/sock" --domain-name vm
 "$SYNTH_GUEST" --connect "$T/sock" --events 10000 --epochs 2 --stacks 60 --seed 9 -q \
 	>/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 ha() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name vm; }
 
@@ -59,7 +59,7 @@ ok "perf-script and flame graphs"
 start_daemon --listen "$T/sock2" --domain-name big
 "$SYNTH_GUEST" --connect "$T/sock2" --events 200000 --cpus 4 --epochs 4 --stacks 4000 \
 	--seed 4 -q >/dev/null || fail "big guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect (big)"
+wait_for daemon_says "closed the connection" || fail "no disconnect (big)"
 stop_daemon
 hb() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name big; }
 hb report folded >"$T/bfolded" || fail "folded (big)"

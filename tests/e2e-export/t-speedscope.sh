@@ -12,7 +12,7 @@ command -v "$CHROMIUM" >/dev/null || fail "no chromium ($CHROMIUM): run .ci/inst
 start_daemon --listen "$T/sock" --domain-name vm
 "$SYNTH_GUEST" --connect "$T/sock" --events 10000 --epochs 2 --stacks 60 --seed 9 -q \
 	>/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 "$HOST_AGENT" report events --format perf-script --state-dir "$T/state" --domain-name vm \
 	>"$T/boot.perf-script.txt" || fail "perf-script"

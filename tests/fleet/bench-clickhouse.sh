@@ -18,7 +18,7 @@ start_daemon --listen "$T/sock" --domain-name big
 wait_for test -S "$T/sock" || fail "daemon socket"
 "$SYNTH_GUEST" --connect "$T/sock" --events "$EVENTS" --cpus 4 --epochs 2 --seed 3 -q \
 	>/dev/null || fail "synth-guest"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon
 db=$(db_of big)
 "$SQLITE3" "$db" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null

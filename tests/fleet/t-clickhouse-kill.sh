@@ -17,7 +17,7 @@ trap cleanup_k EXIT
 start_daemon --listen "$T/sock" --domain-name k1
 "$SYNTH_GUEST" --connect "$T/sock" --events 200000 --cpus 4 --epochs 3 --seed 91 \
 	--no-bye -q >/dev/null 2>"$T/guest.err" || { cat "$T/guest.err"; fail "synth-guest"; }
-wait_for grep -q "disconnected\|closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "disconnected\|closed the connection" || fail "no disconnect"
 stop_daemon || fail "daemon exit status"
 
 ch_config

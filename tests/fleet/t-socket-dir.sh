@@ -28,7 +28,7 @@ guest() {
 }
 
 start_daemon --socket-dir "$D"
-wait_for grep -q "watching for NAME.sock" "$T/daemon.log" || fail "daemon did not start"
+wait_for daemon_says "watching for NAME.sock" || fail "daemon did not start"
 # vm7's QEMU: a QMP socket that reports the panic once the guest's stream stopped
 python3 "$FAKE_QMP" "$D/vm7.qmp" "$T/vm7.panic" &
 QMP_PID=$!
@@ -45,11 +45,11 @@ python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' 
 	"$D/bad name.sock"
 
 for i in 1 2 3 4 5 6 7 8; do
-	wait_for grep -q "VM vm$i: serving" "$T/daemon.log" || fail "vm$i not served"
+	wait_for daemon_says "VM vm$i: serving" || fail "vm$i not served"
 done
-wait_for grep -q "bad name.sock: not a usable VM name" "$T/daemon.log" ||
+wait_for daemon_says "bad name.sock: not a usable VM name" ||
 	fail "the bad name was not refused"
-wait_for grep -q "vm7: QMP .*watching for guest panics" "$T/daemon.log" ||
+wait_for daemon_says "vm7: QMP .*watching for guest panics" ||
 	fail "vm7's QMP socket not watched"
 ok "8 VMs served by one daemon, a bad socket name refused"
 
@@ -94,13 +94,13 @@ kill -9 "$PID_vm1" 2>/dev/null
 rm -f "$D/vm1.sock"
 # ... vm2's socket is removed while its QEMU still streams: served to its end
 rm -f "$D/vm2.sock"
-wait_for grep -q "VM vm1: disconnected, no longer served" "$T/daemon.log" ||
+wait_for daemon_says "VM vm1: disconnected, no longer served" ||
 	fail "vm1 still served after its socket went"
 grep -q "VM vm2: socket removed; served until its connection ends" "$T/daemon.log" ||
 	fail "vm2's socket removal not seen"
 kill -0 "$PID_vm2" || fail "vm2 ended before its socket was removed: make it longer"
 wait "$PID_vm2" || { cat "$T/vm2.err"; fail "guest vm2"; }
-wait_for grep -q "VM vm2: disconnected, no longer served" "$T/daemon.log" ||
+wait_for daemon_says "VM vm2: disconnected, no longer served" ||
 	fail "vm2 still served after its stream ended"
 # ... vm9 appears, and vm2 boots again (a new QEMU on the same name: a new boot)
 cp "$T/vm2.expect" "$T/vm2.expect.boot1"
@@ -108,8 +108,8 @@ guest vm9 49
 guest vm2 52 --boot-id 22222222222222222222222222222222
 wait "$PID_vm9" || { cat "$T/vm9.err"; fail "guest vm9"; }
 wait "$PID_vm2" || { cat "$T/vm2.err"; fail "guest vm2 (second boot)"; }
-wait_for grep -q "vm9: .*BYE" "$T/daemon.log" || fail "vm9: no BYE"
-wait_for grep -q "vm2: boot 22222222-.*BYE" "$T/daemon.log" || fail "vm2: no second BYE"
+wait_for daemon_says "vm9: .*BYE" || fail "vm9: no BYE"
+wait_for daemon_says "vm2: boot 22222222-.*BYE" || fail "vm2: no second BYE"
 ok "VMs removed and added while running"
 
 hwm=$(awk '/VmHWM/ {print $2}' /proc/"$DAEMON_PID"/status)

@@ -20,10 +20,18 @@ fail() {
 }
 ok() { echo "ok: $*"; }
 
-# start_daemon ARGS...: host-agent in the background, log in $T/daemon.log
+# start_daemon ARGS...: host-agent in the background, log in $T/daemon.log (appended
+# to: DAEMON_LOG_AT is where this daemon's lines start)
 start_daemon() {
+	DAEMON_LOG_AT=$(stat -c %s "$T/daemon.log" 2>/dev/null || echo 0)
 	"$HOST_AGENT" --state-dir "$T/state" "$@" >>"$T/daemon.log" 2>&1 &
 	DAEMON_PID=$!
+}
+
+# daemon_says GREP-ARGS...: the daemon started last has logged a matching line (an
+# earlier daemon's lines in the same log do not count)
+daemon_says() {
+	tail -c +$((${DAEMON_LOG_AT:-0} + 1)) "$T/daemon.log" | grep -q "$@"
 }
 
 stop_daemon() {

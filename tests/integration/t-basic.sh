@@ -3,7 +3,7 @@
 start_daemon --listen "$T/sock" --domain-name vm1
 "$SYNTH_GUEST" --connect "$T/sock" --events 60000 --cpus 3 --stacks 300 --seed 7 \
 	--expect "$T/expect" -q >"$T/guest.out" || fail "synth-guest"
-wait_for grep -q "disconnected\|closed the connection" "$T/daemon.log" || fail "no disconnect seen"
+wait_for daemon_says "disconnected\|closed the connection" || fail "no disconnect seen"
 stop_daemon || fail "daemon exit status"
 integrity_ok "$(db_of vm1)"
 compare_folded vm1 "$T/expect"
@@ -21,7 +21,7 @@ ok "clean boot recorded"
 start_daemon --listen "$T/sock2" --domain-name gap
 "$SYNTH_GUEST" --connect "$T/sock2" --events 20000 --seed 8 --gap-at 100 --gap 7 \
 	--expect "$T/expect2" -q >/dev/null || fail "synth-guest with a gap"
-wait_for grep -q "frames 100..106 never arrived" "$T/daemon.log" || fail "no gap log line"
+wait_for daemon_says "frames 100..106 never arrived" || fail "no gap log line"
 stop_daemon
 b=$(report boots --json --domain-name gap)
 [ "$(json_field "$b" lost_frames)" = 7 ] || fail "gap not counted: $b"
@@ -33,7 +33,7 @@ ok "a gap of 7 frames recorded as loss"
 start_daemon --listen "$T/sock3" --domain-name missed
 "$SYNTH_GUEST" --connect "$T/sock3" --events 20000 --seed 8 --missed 1234 \
 	--expect "$T/expect3" -q >/dev/null || fail "synth-guest with missed events"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon
 b=$(report boots --json --domain-name missed)
 [ "$(json_field "$b" lost_events)" = 1234 ] || fail "missed events not counted: $b"

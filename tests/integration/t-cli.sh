@@ -46,7 +46,7 @@ ok "runtime failures exit 1: no store for the domain"
 start_daemon --listen "$T/sock" --domain-name vm1
 wait_for test -S "$T/sock" || fail "daemon socket"
 "$SYNTH_GUEST" --connect "$T/sock" --events 500 --stacks 10 --seed 3 -q >/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon || fail "daemon exit status $?"
 status 0 report boots --domain-name vm1 --state-dir "$T/state"
 status 0 report top -n 3 --json --domain-name vm1 --state-dir "$T/state"

@@ -8,7 +8,7 @@ start_daemon --listen "$T/sock" --domain-name clk --time-probe-ms 50
 "$SYNTH_GUEST" --connect "$T/sock" --events 20000 --cpus 2 --seed 3 --answer-time \
 	--time-offset-ns $OFF --time-drift-ppm 300 --time-ms 4500 --time-log "$T/time.log" \
 	--expect "$T/expect" -q >"$T/guest.out" || fail "synth-guest --answer-time"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon || fail "daemon exit status"
 db=$(db_of clk)
 integrity_ok "$db"
@@ -113,7 +113,7 @@ ok "KernelShark loads the file with TIME_SHIFT"
 start_daemon --listen "$T/sock2" --domain-name old --time-probe-ms 50
 "$SYNTH_GUEST" --connect "$T/sock2" --events 20000 --seed 4 --throttle-us 100 \
 	--expect "$T/expect2" -q >/dev/null || fail "synth-guest without TIME"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE (old guest)"
+wait_for daemon_says "BYE" || fail "no BYE (old guest)"
 stop_daemon
 [ "$("$SQLITE3" "$(db_of old)" "SELECT count(*) FROM clock_samples")" = 0 ] ||
 	fail "samples for a guest that never offered TIME"

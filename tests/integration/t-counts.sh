@@ -13,7 +13,7 @@ start_daemon --listen "$T/sock" --domain-name vm1
 	--late-stacks 7 \
 	--boot-id 33333333333333333333333333333333 --expect "$T/expect" \
 	--expect-events "$T/truth" -q >/dev/null || fail "guest"
-wait_for grep -q "disconnected without BYE" "$T/daemon.log" || fail "no disconnect log line"
+wait_for daemon_says "disconnected without BYE" || fail "no disconnect log line"
 stop_daemon
 want=$(wc -l <"$T/truth")
 [ "$want" -ge 3000 ] || fail "synth-guest truth has $want events"

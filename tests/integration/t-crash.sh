@@ -6,14 +6,14 @@ start_daemon --listen "$T/sock" --domain-name vm1
 	--boot-id 11111111111111111111111111111111 --expect "$T/expect1" \
 	--expect-events "$T/truth1" -q >/dev/null ||
 	fail "guest 1"
-wait_for grep -q "disconnected without BYE" "$T/daemon.log" || fail "no disconnect log line"
+wait_for daemon_says "disconnected without BYE" || fail "no disconnect log line"
 b=$(report boots --json --domain-name vm1)
 [ "$(json_field "$b" ended)" = disconnected ] || fail "not disconnected: $b"
 compare_folded vm1 "$T/expect1" 1
 "$SYNTH_GUEST" --connect "$T/sock" --events 5000 --seed 12 \
 	--boot-id 22222222222222222222222222222222 --expect "$T/expect2" -q >/dev/null ||
 	fail "guest 2"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon
 b=$(report boots --json --domain-name vm1)
 echo "$b" | grep -q '"boot":1,"boot_id":"11111111-1111-1111-1111-111111111111"[^}]*"ended":"crashed"' ||

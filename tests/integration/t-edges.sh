@@ -8,7 +8,7 @@ wait_for test -S "$T/sock" || fail "daemon socket"
 # resumes right after the last good frame (it used to carry host stack memory).
 "$SYNTH_GUEST" --connect "$T/sock" --hostile seq-wrap --seed 21 -q >/dev/null 2>"$T/h.err" ||
 	{ cat "$T/h.err"; fail "seq-wrap: the second WELCOME is wrong"; }
-wait_for grep -q "seq 18446744073709551615 out of range" "$T/daemon.log" ||
+wait_for daemon_says "seq 18446744073709551615 out of range" ||
 	fail "seq-wrap: no log line"
 ok "seq-wrap: $(grep -o 'resumed at .*' "$T/h.err")"
 ok "$(grep -m1 'seq 18446744073709551615 out of range' "$T/daemon.log" | sed 's/.*dropped: //')"
@@ -25,7 +25,7 @@ integrity_ok "$(db_of vm1)"
 start_daemon --listen "$T/sock" --domain-name vm1 --max-malformed 200
 "$SYNTH_GUEST" --connect "$T/sock" --events 300 --no-formats --seed 4 -q >/dev/null ||
 	fail "guest without formats"
-wait_for grep -q "before the header_page and stack event formats" "$T/daemon.log" ||
+wait_for daemon_says "before the header_page and stack event formats" ||
 	fail "no log line for pages before the formats"
 b=$("$SQLITE3" "$(db_of vm1)" "SELECT MAX(id) FROM boots")
 for r in boots top events folded; do
@@ -54,7 +54,7 @@ ok "geometry: $(grep -m1 "changes the boot's geometry" "$T/daemon.log" | sed 's/
 # A STACKS record that redefines a stored id with other frames: counted and logged.
 "$SYNTH_GUEST" --connect "$T/sock" --hostile stack-conflict --seed 23 -q >/dev/null 2>"$T/h.err" ||
 	{ cat "$T/h.err"; fail "stack-conflict: BYE not acknowledged"; }
-wait_for grep -q "redefines stack_id 0x5 of epoch 0" "$T/daemon.log" ||
+wait_for daemon_says "redefines stack_id 0x5 of epoch 0" ||
 	fail "stack-conflict: no log line"
 m=$("$SQLITE3" "$(db_of vm2)" "SELECT s.malformed FROM streams s JOIN boots b ON b.id = s.boot ORDER BY s.id DESC LIMIT 1")
 [ "$m" = 1 ] || fail "stack-conflict: malformed count $m"

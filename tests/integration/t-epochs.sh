@@ -4,7 +4,7 @@
 start_daemon --listen "$T/sock" --domain-name vm1
 "$SYNTH_GUEST" --connect "$T/sock" --events 40000 --epochs 5 --stacks 150 --seed 3 \
 	--expect "$T/expect" -q >/dev/null || fail "synth-guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 compare_folded vm1 "$T/expect"
 b=$(report boots --json --domain-name vm1)
@@ -25,7 +25,7 @@ ok "per-epoch resolution"
 start_daemon --listen "$T/sock3" --domain-name same
 "$SYNTH_GUEST" --connect "$T/sock3" --events 20000 --epochs 4 --stacks 60 --seed 5 \
 	--same-stacks --expect "$T/expect3" -q >/dev/null || fail "synth-guest (same stacks)"
-wait_for grep -q "^.*same: boot .*: BYE" "$T/daemon.log" || fail "no BYE from same"
+wait_for daemon_says "^.*same: boot .*: BYE" || fail "no BYE from same"
 stop_daemon
 compare_folded same "$T/expect3"
 report top -n 100000 --json --domain-name same >"$T/top3.json" || fail "report top"
@@ -58,7 +58,7 @@ ok "report top: one entry per stack across 4 epochs, counts exact"
 start_daemon --listen "$T/sock2" --domain-name wrap
 "$SYNTH_GUEST" --connect "$T/sock2" --events 8400 --epochs 2100 --stacks 3 --seed 4 \
 	--expect "$T/expect2" -q >/dev/null || fail "synth-guest (2100 epochs)"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon
 b=$(report boots --json --domain-name wrap)
 [ "$(json_field "$b" epochs)" = 2100 ] || fail "epochs: $b"

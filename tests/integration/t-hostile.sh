@@ -7,7 +7,7 @@ wait_for test -S "$T/sock" || fail "daemon socket"
 hostile() {
 	"$SYNTH_GUEST" --connect "$T/sock" --hostile "$1" --seed 9 -q >/dev/null 2>"$T/h.err" ||
 		{ cat "$T/h.err"; fail "hostile $1: the daemon did not hang up"; }
-	wait_for grep -q "$2" "$T/daemon.log" || fail "hostile $1: no log line '$2'"
+	wait_for daemon_says "$2" || fail "hostile $1: no log line '$2'"
 	kill -0 "$DAEMON_PID" || fail "daemon died on $1"
 	ok "$1: $(grep -m1 "$2" "$T/daemon.log" | sed 's/.*closing the connection: //' | cut -c1-110)"
 }
@@ -19,7 +19,7 @@ hostile lies "malformed frames (limit 200)"
 # an honest guest still gets through (a new boot, below the quota)
 "$SYNTH_GUEST" --connect "$T/sock" --events 2000 --seed 1 --expect "$T/expect" -q >/dev/null ||
 	fail "honest guest after the hostile ones"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "honest guest BYE"
+wait_for daemon_says "BYE" || fail "honest guest BYE"
 last=$("$SQLITE3" "$(db_of vm1)" "SELECT MAX(id) FROM boots")
 # last: a flood of tiny stacks in ever new epochs runs into the disk quota
 hostile tiny-stacks "disk quota of domain vm1 reached"

@@ -4,7 +4,7 @@
 . "$1"
 # The daemon starts first: no socket yet, it retries with backoff (no spin).
 start_daemon --socket "$T/sock" --domain-name vm1 --batch-mb 1
-wait_for grep -q "not available, retrying with backoff" "$T/daemon.log" || fail "no backoff"
+wait_for daemon_says "not available, retrying with backoff" || fail "no backoff"
 "$SYNTH_GUEST" --listen "$T/sock" --events 150000 --cpus 2 --epochs 3 --seed 5 \
 	--throttle-us 1500 --expect "$T/expect" >"$T/guest.out" 2>"$T/guest.err" &
 GUEST=$!
@@ -19,7 +19,7 @@ for i in 1 2 3 4; do
 done
 start_daemon --socket "$T/sock" --domain-name vm1
 wait "$GUEST" || { cat "$T/guest.err"; fail "guest"; }
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon
 integrity_ok "$(db_of vm1)"
 grep -q "connection lost" "$T/guest.err" || fail "the kills did not interrupt the stream"

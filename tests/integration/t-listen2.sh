@@ -9,12 +9,12 @@ wait_for test -S "$T/sock" || fail "daemon socket"
 	--boot-id 11111111111111111111111111111111 --reconnect-ms 100 \
 	--expect "$T/expect1" -q >"$T/guest1.out" 2>"$T/guest1.err" &
 G1=$!
-wait_for grep -q "connected (socket" "$T/daemon.log" || fail "first guest not connected"
+wait_for daemon_says "connected (socket" || fail "first guest not connected"
 "$SYNTH_GUEST" --connect "$T/sock" --events 30000 --seed 22 \
 	--boot-id 22222222222222222222222222222222 --reconnect-ms 100 \
 	--expect "$T/expect2" -q >"$T/guest2.out" 2>"$T/guest2.err" &
 G2=$!
-wait_for grep -q "refusing a second connection while socket" "$T/daemon.log" ||
+wait_for daemon_says "refusing a second connection while socket" ||
 	fail "the second guest was not refused"
 ok "$(grep -m1 "refusing a second connection" "$T/daemon.log" | sed 's/.*vm1: //')"
 wait "$G1" || { cat "$T/guest1.err"; fail "first guest"; }

@@ -6,7 +6,7 @@
 start_daemon --listen "$T/sock" --domain-name exact
 "$SYNTH_GUEST" --connect "$T/sock" --events 20000 --epochs 3 --seed 3 --unseen 0 \
 	--expect "$T/expect" -q > /dev/null || fail "synth-guest"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon
 b=$(report boots --json --domain-name exact)
 [ "$(json_field "$b" lost_events)" = 0 ] || fail "LOST without loss: $b"
@@ -23,7 +23,7 @@ ok "map successes = stored stack_id events of the last epoch, LOST 0"
 start_daemon --listen "$T/sock2" --domain-name reset
 "$SYNTH_GUEST" --connect "$T/sock2" --events 20000 --epochs 3 --seed 3 --unseen 777 \
 	--unread 55 -q > /dev/null || fail "synth-guest"
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE"
+wait_for daemon_says "BYE" || fail "no BYE"
 stop_daemon
 b=$(report boots --json --domain-name reset)
 [ "$(json_field "$b" unseen_stack_ids)" = 722 ] || fail "unseen: $b"

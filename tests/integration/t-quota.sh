@@ -47,7 +47,7 @@ ok "stored: $used bytes"
 start_daemon --listen "$T/sock" --domain-name vm1 --quota-mb 64
 wait "$GUEST" || { cat "$T/guest.err"; fail "guest did not finish after the restart"; }
 GUEST=
-wait_for grep -q "BYE" "$T/daemon.log" || fail "no BYE after the restart"
+wait_for daemon_says "BYE" || fail "no BYE after the restart"
 stop_daemon
 integrity_ok "$db"
 grep -q ", 0 dropped)" "$T/guest.err" || { tail -3 "$T/guest.err"; fail "the guest dropped frames"; }

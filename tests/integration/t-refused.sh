@@ -9,7 +9,7 @@ start_daemon --listen "$T/sock" --domain-name vm1
 "$SYNTH_GUEST" --connect "$T/sock" --events 4000 --seed 41 --refused-format 10 \
 	--expect "$T/expect" --expect-events "$T/truth" --expect-refused "$T/refused" -q \
 	>/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 kill -0 "$DAEMON_PID" || fail "daemon died on the refused format"
 grep -q "malformed FORMAT frame seq [0-9]* .*format of synth/crashy refused: libtraceevent's parser died on it in the sandbox" \
 	"$T/daemon.log" || fail "no log line for the refused format"

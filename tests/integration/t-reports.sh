@@ -8,7 +8,7 @@ CONF
 start_daemon --config "$T/conf"
 "$SYNTH_GUEST" --connect "$T/sock" --events 10000 --stacks 50 --seed 21 --expect "$T/expect" -q \
 	>/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 [ -f "$(db_of vm2)" ] || fail "config file's domain-name not used"
 # top: the hottest stack first, with its share and resolved frames

@@ -9,7 +9,7 @@ wait_for test -S "$T/sock" || fail "daemon socket"
 # written to trace_marker: ftrace/print events
 "$SYNTH_GUEST" --connect "$T/sock" --events 3000 --stacks 40 --seed 7 -q \
 	--print 'comm=d\303\266m\342\230\203\377 pid=1000' >/dev/null || fail "guest"
-wait_for grep -q "closed the connection" "$T/daemon.log" || fail "no disconnect"
+wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon || fail "daemon exit status $?"
 db=$(db_of vm1)
 # two functions of the hottest stack, to be renamed
