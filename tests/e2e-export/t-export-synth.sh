@@ -1,6 +1,8 @@
 # host-agent export trace.dat, read by Debian's trace-cmd: a synthetic guest's boot
 # (4 CPUs, 30 map epochs, a map small enough to fill (full stacks), 7 events lost in
-# the guest's ring buffer, saved cmdlines at the start and the end) compared event by
+# the guest's ring buffer, 7 events traced before stacks were on, which trace-cmd's
+# side must pair as host-agent does (host-agent/pair.h's context rule), saved
+# cmdlines at the start and the end) compared event by
 # event with report events --json (tracecmp.py), as v7 with zstd (the default) and as
 # v6; the tasks' names; then --cpus, --since/--until, and refused arguments.
 . "$1"
@@ -9,7 +11,7 @@ TRACECMP=$2
 command -v "$TRACE_CMD" >/dev/null || fail "no trace-cmd ($TRACE_CMD): run .ci/install-deps"
 start_daemon --listen "$T/sock" --domain-name vm
 "$SYNTH_GUEST" --connect "$T/sock" --events 40000 --cpus 4 --epochs 30 --stacks 300 \
-	--map-bits 8 --missed 7 --seed 5 --cmdlines -q >/dev/null || fail "guest"
+	--map-bits 8 --missed 7 --late-stacks 7 --seed 5 --cmdlines -q >/dev/null || fail "guest"
 wait_for daemon_says "closed the connection" || fail "no disconnect"
 stop_daemon
 ha() { "$HOST_AGENT" "$@" --state-dir "$T/state" --domain-name vm; }
