@@ -9,6 +9,7 @@
 #include <glib.h>
 #include <string.h>
 
+#include "guest-formats.h"
 #include "ingest.h"
 #include "proto.h"
 
@@ -34,6 +35,25 @@ static inline bool conn_send_frame(HaConn *c, uint8_t type, uint64_t seq, const 
 
 	conn_feed(c, buf, (size_t)n);
 	return ha_conn_process(c, error);
+}
+
+/* The FORMAT frames of guest-formats.h's events, from *@seq on. */
+static inline bool conn_send_formats(HaConn *c, uint64_t *seq, GError **error)
+{
+	g_autofree uint8_t *p = g_malloc(SMP_MAX_PAYLOAD);
+
+	for (unsigned int i = 0; i < gf_nr_formats; i++) {
+		struct smp_format m = {
+			.name = gf_formats[i].name,
+			.name_len = (uint16_t)strlen(gf_formats[i].name),
+			.text = gf_formats[i].text, .text_len = strlen(gf_formats[i].text),
+		};
+		long n = smp_format_encode(&m, p, SMP_MAX_PAYLOAD);
+
+		if (n < 0 || !conn_send_frame(c, SMP_FORMAT, (*seq)++, p, (size_t)n, error))
+			return false;
+	}
+	return true;
 }
 
 #endif /* TEST_CONN_FEED_H */

@@ -105,24 +105,6 @@ static bool send_epoch(HaConn *c, uint64_t seq, uint64_t epoch, GError **error)
 	return conn_send_frame(c, SMP_EPOCH, seq, p, (size_t)n, error);
 }
 
-static bool send_formats(HaConn *c, uint64_t *seq, GError **error)
-{
-	g_autofree uint8_t *p = g_malloc(SMP_MAX_PAYLOAD);
-
-	for (unsigned int i = 0; i < gf_nr_formats; i++) {
-		struct smp_format m = {
-			.name = gf_formats[i].name,
-			.name_len = (uint16_t)strlen(gf_formats[i].name),
-			.text = gf_formats[i].text, .text_len = strlen(gf_formats[i].text),
-		};
-		long n = smp_format_encode(&m, p, SMP_MAX_PAYLOAD);
-
-		if (n < 0 || !conn_send_frame(c, SMP_FORMAT, (*seq)++, p, (size_t)n, error))
-			return false;
-	}
-	return true;
-}
-
 static void put_common(uint8_t *d, uint16_t type, int32_t pid)
 {
 	memcpy(d, &type, 2);
@@ -405,7 +387,7 @@ int main(void)
 
 		boot_id[0] = 9;	/* a boot of its own */
 		c = ha_conn_new(s, &lim, "t", "test");
-		CHECK(send_hello_geo(c, 70, 2, 4096, 10, 0, &e) && send_formats(c, &seq, &e) &&
+		CHECK(send_hello_geo(c, 70, 2, 4096, 10, 0, &e) && conn_send_formats(c, &seq, &e) &&
 		      send_epoch(c, seq, 0, &e) && ha_conn_flush(c, &e) &&
 		      last_out(c, SMP_ACK) == seq, "boot 9: formats and epoch acknowledged (%s)",
 		      e ? e->message : "ok");
@@ -555,7 +537,7 @@ int main(void)
 			boot_id[0] = (uint8_t)(20 + i);	/* 0x14.., 0x15.., 0x16.. */
 			c = ha_conn_new(s, &lim, "t", "test");
 			CHECK(send_hello_geo(c, 100 + i, 2, 4096, 10, 0, &e) &&
-			      send_formats(c, &seq, &e) && ha_conn_flush(c, &e) &&
+			      conn_send_formats(c, &seq, &e) && ha_conn_flush(c, &e) &&
 			      last_out(c, SMP_ACK) == seq - 1, "%s: formats acknowledged (%s)",
 			      at[i].table, e ? e->message : "ok");
 			g_clear_error(&e);

@@ -65,24 +65,6 @@ static bool stacks(HaConn *c, uint64_t seq, uint64_t e, uint32_t slot0, unsigned
 	return conn_send_frame(c, SMP_STACKS, seq, p, len, error);
 }
 
-static bool formats(HaConn *c, uint64_t *seq, GError **error)
-{
-	g_autofree uint8_t *p = g_malloc(SMP_MAX_PAYLOAD);
-
-	for (unsigned int i = 0; i < gf_nr_formats; i++) {
-		struct smp_format m = {
-			.name = gf_formats[i].name,
-			.name_len = (uint16_t)strlen(gf_formats[i].name),
-			.text = gf_formats[i].text, .text_len = strlen(gf_formats[i].text),
-		};
-		long n = smp_format_encode(&m, p, SMP_MAX_PAYLOAD);
-
-		if (n < 0 || !conn_send_frame(c, SMP_FORMAT, (*seq)++, p, (size_t)n, error))
-			return false;
-	}
-	return true;
-}
-
 static void put_common(uint8_t *d, uint16_t type)
 {
 	int32_t pid = 77;
@@ -254,7 +236,7 @@ int main(void)
 		HaStoreBootRows r;
 
 		c = session(s, &lim, 2, 1, &e);
-		CHECK(c && formats(c, &seq, &e) && epoch(c, seq++, 0, &e), "boot 2: formats");
+		CHECK(c && conn_send_formats(c, &seq, &e) && epoch(c, seq++, 0, &e), "boot 2: formats");
 		CHECK(page(c, seq++, 0xffffffff81000100ull, 0, &e) &&
 		      page(c, seq++, 0xffffffff81000200ull, 0, &e) &&
 		      page(c, seq++, 0xffffffff81000100ull, 0, &e) &&
