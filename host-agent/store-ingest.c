@@ -479,11 +479,13 @@ bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 			GError **error)
 {
 	/* a new key only below the boot's limit (boot_rows, kept by a trigger), but
-	 * keys 0 (no stack) and HA_HIST_KEY_REFUSED always */
+	 * keys 0 (no stack) and HA_HIST_KEY_REFUSED always; the existing key's lookup
+	 * comes last, so that below the limit (every commit but at the limit) it is
+	 * never made: OR stops at its first true term */
 	sqlite3_stmt *st = STMT(s, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
 				" SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 <= ?6"
-				" OR EXISTS(SELECT 1 FROM stack_counts WHERE boot = ?1 AND key = ?2)"
 				" OR (SELECT counts FROM boot_rows WHERE boot = ?1) < ?7"
+				" OR EXISTS(SELECT 1 FROM stack_counts WHERE boot = ?1 AND key = ?2)"
 				" ON CONFLICT(boot, key) DO UPDATE SET"
 				" count = count + excluded.count,"
 				" ts_min = MIN(ts_min, excluded.ts_min),"
