@@ -1116,9 +1116,137 @@ def t_postmortem(args):
         ' report lines): %s' % figures)
 
 
+# The distinct call paths of guest-kernel/patches/0012 (trace_stackmap_test.c):
+# value v is fired from one stackmap_test_distinct_bit0/_bit1 frame per bit of its
+# 16, most significant bit outermost.
+DISTINCT_EVENT = re.compile(r'^stackmap_test/distinct: value=(\d+)$')
+DISTINCT_BITS = 16
+DISTINCT_NOREADER = (40000, 3000)       # stream.sh: fired before the agent starts
+BOOT_TRACE_DISTINCT = [BOOT_TRACE[0] + ',stackmap_test:distinct'] + BOOT_TRACE[1:]
+
+
+def distinct_value(frames):
+    """The value the stack's bitN frames spell, or None."""
+    bits = []
+    for f in frames:
+        name = host_sym(f).split('+')[0]
+        if name in ('stackmap_test_distinct_bit0', 'stackmap_test_distinct_bit1'):
+            bits.append(name[-1])
+    if len(bits) != DISTINCT_BITS:
+        return None
+    return int(''.join(reversed(bits)), 2)
+
+
+def map_stat(run, prefix):
+    """The stack_map_stat fields of the console marker that starts with prefix."""
+    m = [x for x in run.markers() if x.startswith(prefix)]
+    check(m, 'no "%s" line from the guest' % prefix)
+    return {k: int(v) for k, v in re.findall(r'([a-z_]+): +(\d+)', m[0])}
+
+
+def unbounded_run(args, name, extra):
+    """Boot with a 1024-entry map and fire 16x its capacity in distinct stacks while
+    streaming (stream.sh mode unbounded). Every distinct event must be stored once,
+    and every stack resolved must spell its own value. Returns
+    (boot, figures, streaming-phase distinct events by stack kind)."""
+    kout, initrd = sm.build_stream(args)
+    n = 16384
+    run = sm.stream_boot(args, kout, initrd, name, 'unbounded', seconds=1,
+                         trace=BOOT_TRACE_DISTINCT,
+                         extra=['ftrace_stackmap.bits=10', 'stackmap.e2s_distinct=%d' % n]
+                         + extra)
+    b, evs, maps = common_checks(run)
+    counts(run, b, evs)
+    check_events(run, evs, maps, symbol_table(kout, run))
+    check_chains(run, evs, b, 'exact', guest_chains(run))
+    pre = map_stat(run, 'NOREADER ')
+    start = map_stat(run, 'UNBOUNDED-START ')
+    end = map_stat(run, 'UNBOUNDED-END ')
+    log('map without a reader: %s; streaming start %s; end %s' % (pre, start, end))
+    # The seed's behaviour without a reader: the map filled and stayed full.
+    check(pre['epoch'] == 0 and pre['auto_resets'] == 0,
+          'the map reset itself without a reader: %s' % pre)
+    check(pre['entries'] == 1024 and pre['drops'] > 0,
+          'the map did not fill before the reader attached: %s' % pre)
+    lo, nr = DISTINCT_NOREADER
+    kinds, wrong, seen = {}, [], {}
+    for e in evs:
+        m = DISTINCT_EVENT.match(e['event'])
+        if not m:
+            continue
+        v, st = int(m.group(1)), e['stack']
+        seen[v] = seen.get(v, 0) + 1
+        if v < n:
+            kinds[st['kind']] = kinds.get(st['kind'], 0) + 1
+        if st['kind'] not in ('stack_id', 'full'):
+            wrong.append('value %d: stack %s' % (v, st['kind']))
+        elif distinct_value(st['frames']) != v:
+            wrong.append('value %d: its %s stack spells %s (epoch %s, id %s)'
+                         % (v, st['kind'], distinct_value(st['frames']), st.get('epoch'),
+                            st.get('stack_id')))
+    for w in wrong[:20]:
+        log('  MISMATCH ' + w)
+    check(not wrong, '%d distinct events resolved to another stack' % len(wrong))
+    want = set(range(n)) | set(range(lo, lo + nr))
+    check(set(seen) == want and all(c == 1 for c in seen.values()),
+          'distinct events: %d values stored, %d missing, %d stored twice'
+          % (len(seen), len(want - set(seen)), sum(1 for c in seen.values() if c > 1)))
+    raw, nev = [db_sum(run, 'SELECT SUM(%s) FROM chunks' % c) for c in ('raw_bytes', 'nr_events')]
+    ds = end['successes_total'] - start['successes_total']
+    dd = end['drops_total'] - start['drops_total']
+    df = end['reset_fallbacks'] - start['reset_fallbacks']
+    fig = {'distinct_stack_id': kinds.get('stack_id', 0), 'distinct_full': kinds.get('full', 0),
+           'map_success_pct': 100.0 * ds / max(1, ds + dd + df), 'drops': dd,
+           'reset_fallbacks': df, 'resets': end['epoch'] - start['epoch'],
+           'auto_resets': end['auto_resets'], 'last_reset_us': end['last_reset_us'],
+           'max_reset_us': end['max_reset_us'], 'epochs': b['epochs'],
+           'rb_bytes_per_event': raw / max(1, nev)}
+    log('FIGURES %s: %d distinct stacks fired while streaming into a 1024-entry map:'
+        ' %d with a stack_id, %d full; map while streaming: %.2f%% success (%d successes,'
+        ' %d drops, %d reset fallbacks), %d resets (%d automatic), last reset %d us,'
+        ' longest %d us; %d epochs stored; %.1f ring-buffer bytes per event (whole boot)'
+        % (name, n, fig['distinct_stack_id'], fig['distinct_full'], fig['map_success_pct'],
+           ds, dd, df, fig['resets'], fig['auto_resets'], fig['last_reset_us'],
+           fig['max_reset_us'], fig['epochs'], fig['rb_bytes_per_event']))
+    run.cleanup()
+    return b, fig, kinds
+
+
+def t_unbounded(args):
+    """The map resets itself while a reader streams (patch 0011): 16x its capacity in
+    distinct stacks, every one deduplicated (>= 99 %) and resolved to its own stack."""
+    b, fig, kinds = unbounded_run(args, 'unbounded', [])
+    check(fig['auto_resets'] >= 10, 'only %d automatic resets for 16x the map\'s capacity'
+          % fig['auto_resets'])
+    check(b['epochs'] > 10, 'only %d epochs stored' % b['epochs'])
+    check(fig['map_success_pct'] >= 99.0, 'map success rate %.2f%% while streaming, want'
+          ' >= 99%%' % fig['map_success_pct'])
+    check(kinds.get('stack_id', 0) >= 0.99 * 16384, 'only %d of 16384 distinct stacks'
+          ' deduplicated' % kinds.get('stack_id', 0))
+
+
+def t_unbounded_off(args):
+    """The same with ftrace_stackmap.auto_reset=0: the map stays full with a reader
+    attached, as before patch 0011 (the figures' baseline)."""
+    b, fig, kinds = unbounded_run(args, 'unbounded-off', ['ftrace_stackmap.auto_reset=0'])
+    check(fig['auto_resets'] == 0 and b['epochs'] == 1,
+          'the map reset itself with stack_map_auto_reset 0: %s' % fig)
+    check(kinds.get('full', 0) > 16384 // 2, 'only %d of 16384 distinct stacks in full'
+          ' although the map was full' % kinds.get('full', 0))
+
+
+def t_unbounded_poll(args):
+    """By hand (figures): the map reset from user space when its counters say 3/4
+    full, polled every 10 ms, which is what a guest agent could do instead."""
+    unbounded_run(args, 'unbounded-poll', ['ftrace_stackmap.auto_reset=0',
+                                           'stackmap.e2s_poll_reset=1'])
+
+
 SCENARIOS = {'module': t_module, 'block': t_block, 'clockreset': t_clockreset,
              'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
-             'kill': t_kill, 'late': t_late, 'full': t_full, 'postmortem': t_postmortem}
+             'kill': t_kill, 'late': t_late, 'full': t_full, 'postmortem': t_postmortem,
+             'unbounded': t_unbounded, 'unbounded-off': t_unbounded_off,
+             'unbounded-poll': t_unbounded_poll}
 SCENARIOS.update({n: (lambda args, n=n: t_overflow(args, n)) for n in OVERFLOW_PATHS})
 
 

@@ -3,9 +3,15 @@
 # kernel command line. Parameters (kernel command line, stackmap.e2s_*):
 #   e2s_mode     steady | resets | crash | kill | late | full | overflow | module |
 #                postmortem (e2s_panic sysrq|null|timer|panic) |
-#                block | clockreset
+#                block | clockreset | unbounded
 #   e2s_seconds  workload length (default 15)
 #   e2s_resets   map resets in mode resets (default 50)
+#   e2s_distinct in mode unbounded: distinct stacks fired while streaming
+#                (default 16384)
+#   e2s_poll_reset in mode unbounded: 1 = this script resets the map from its
+#                counters (entries >= 3/4 of the pool, polled every 10 ms), the
+#                policy a guest agent could have, for comparison with the
+#                kernel's stack_map_auto_reset (boot with ftrace_stackmap.auto_reset=0)
 #   e2s_crash_ms in mode crash: start the crash-window probe this long after
 #                the first MARK (so a boot slowed down by a busy host still
 #                has its marks before the panic)
@@ -51,6 +57,11 @@
 # (map-E-racy.txt, module frames still named), rmmod while tracing goes on,
 # trace_marker "e2s-unloaded", more workload. modsyms.txt: the module's
 # /proc/kallsyms lines; "MODULE-UNLOADED allocations=N" on the console.
+# In mode unbounded (stackmap_test:distinct enabled; patch 0012): before the agent
+# starts, with no delta reader, values 40000..42999 are fired from 3000 distinct call
+# paths and "NOREADER <stack_map_stat>" printed: the map fills and stays full, as it
+# always has. Once streaming, values 0..e2s_distinct-1 are fired, 256 at a time,
+# between "UNBOUNDED-START <stat>" and "UNBOUNDED-END n=N <stat>".
 # hooksyms.txt (every mode, at the start): the /proc/kallsyms lines of the test
 # hooks' module, trace_stackmap_test, when they are one (the real guest).
 # In mode block: mke2fs + mount of the virtio-blk disk /dev/vda, then dd with
@@ -207,6 +218,14 @@ if [ "$mode" = clockreset ]; then
 	echo 1 > $T/tracing_on
 	chains_resume
 fi
+DISTINCT=/sys/kernel/debug/ftrace_stackmap_test_distinct
+stat_line() { tr '\n' ' ' < $T/stack_map_stat; }
+if [ "$mode" = unbounded ]; then
+	[ -w $DISTINCT ] || fail "no $DISTINCT (kernel without patch 0012?)"
+	grep -qx 'stackmap_test:distinct' $T/set_event || fail "stackmap_test:distinct is not enabled"
+	echo "40000 3000" > $DISTINCT || fail "write $DISTINCT"
+	say "NOREADER $(stat_line)"
+fi
 backlog=$(rb_sum entries)
 # overflow and postmortem read the agent's log (postmortem: its "host WELCOME")
 if [ "$mode" = overflow ] || [ "$mode" = postmortem ]; then
@@ -256,6 +275,31 @@ resets)
 		i=$((i + 1))
 	done
 	say "RESETS $i"
+	;;
+unbounded)
+	n=$(param e2s_distinct 16384)
+	if [ "$(param e2s_poll_reset 0)" = 1 ]; then
+		cap=$(sed -n 's/^entries: *[0-9]* \/ *//p' $T/stack_map_stat)
+		( while [ ! -e /tmp/poll-stop ]; do
+			e=$(sed -n 's/^entries: *\([0-9]*\).*/\1/p' $T/stack_map_stat)
+			[ "$e" -lt $((cap * 3 / 4)) ] || echo 0 > $T/stack_map
+			usleep 10000
+		  done ) &
+		POLL=$!
+	fi
+	say "UNBOUNDED-START $(stat_line)"
+	v=0
+	while [ $v -lt "$n" ]; do
+		k=256
+		[ $((n - v)) -ge 256 ] || k=$((n - v))
+		echo "$v $k" > $DISTINCT || fail "write $DISTINCT $v $k"
+		v=$((v + k))
+	done
+	if [ -n "${POLL:-}" ]; then
+		: > /tmp/poll-stop
+		wait $POLL
+	fi
+	say "UNBOUNDED-END n=$n $(stat_line)"
 	;;
 crash)
 	( while [ ! -e /tmp/e2s-marked ]; do sleep 0.05; done
