@@ -179,7 +179,7 @@ def t_export(args):
     # as e2s.py's own full scenario: traced from boot (with tracing set up late
     # a 20 s run filled 356 of the 1024-slot map's ids, no full stack)
     run = sm.stream_boot(args, kout, initrd, 'export-full', 'full', seconds=15,
-                         extra=['ftrace_stackmap.bits=10'])
+                         extra=['ftrace_stackmap.bits=10', 'ftrace_stackmap.auto_reset=0'])
     export_and_compare(args, run, 'full', want_full=True, want_epochs=1)
     run.cleanup()
 

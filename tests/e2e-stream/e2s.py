@@ -6,9 +6,12 @@ Usage: e2s.py SCENARIO --host-agent PATH --guestd PATH [--ticker PATH]
               [--workdir DIR] [--seed N] [--crash-runs N] [--panics LIST]
 
 Scenarios: steady, resets, crash, kill, late, full, postmortem (t_postmortem: the
-kernel log recovered from a panicked guest's memory) and the window-overflow paths
+kernel log recovered from a panicked guest's memory), the window-overflow paths
 (OVERFLOW_PATHS: late-overflow, late-overflow-meta, live-overflow,
-live-overflow-after-epoch); see SCENARIOS below.
+live-overflow-after-epoch), unbounded and unbounded-off (16x a 1024-entry map's
+capacity in distinct stacks, with the map's automatic reset and without); by hand,
+for figures: unbounded-poll and resetbench [--bits N] [--kernel-out DIR]; see
+SCENARIOS below.
 
 The guest runs with KASLR: its addresses are checked against System.map moved by
 the boot's slide (the TEXT marker of /init) and, for a module, against the module's
@@ -799,8 +802,11 @@ def t_overflow(args, name):
 
 def t_full(args):
     kout, initrd = sm.build_stream(args)
+    # the map stays full while the agent reads it (patch 0011 would reset it: the
+    # unbounded scenario tests that)
     run = sm.stream_boot(args, kout, initrd, 'full', 'full', seconds=15,
-                         extra=['ftrace_stackmap.bits=10'], trace=BOOT_TRACE_FULL)
+                         extra=['ftrace_stackmap.bits=10', 'ftrace_stackmap.auto_reset=0'],
+                         trace=BOOT_TRACE_FULL)
     b, evs, maps = common_checks(run)
     # The workload is wide on purpose (> 1024 distinct stacks) and outruns the agent
     # under TCG: what the guest's ring buffer overwrote must be reported exactly.
@@ -1242,11 +1248,63 @@ def t_unbounded_poll(args):
                                            'stackmap.e2s_poll_reset=1'])
 
 
+def t_resetbench(args):
+    """By hand (figures): the latency of map resets and the events that fall back to
+    full stacks while they run, without and with a delta reader attached (stream.sh
+    mode resetbench), at ftrace_stackmap.bits=args.bits. --kernel-out boots another
+    build-kernel output (e.g. one built from an older series, for "before")."""
+    resetter = os.path.join(os.path.dirname(os.path.abspath(args.ticker)), 'e2s-resets')
+    check(os.path.isfile(resetter), 'no %s (built by meson next to e2s-ticker)' % resetter)
+    kout = args.kernel_out or sm.build_kernel()
+    initrd = sm.build_initramfs(kout, os.path.join(args.workdir, 'initrd-resetbench.cpio.gz'), [
+        (args.guestd, '/stackmap-guestd'), (args.ticker, '/e2s-ticker'),
+        (resetter, '/e2s-resets'), (sm.STREAM_SH, '/scenarios/stream.sh')])
+    n = 20
+    run = sm.stream_boot(args, kout, initrd, 'resetbench-%d' % args.bits, 'resetbench',
+                         extra=['ftrace_stackmap.bits=%d' % args.bits,
+                                'stackmap.e2s_resets=%d' % n])
+    b, evs, maps = common_checks(run)
+    counts(run, b, evs)
+    # The epochs of the resets made before the agent started were never announced
+    # to anyone (no reader): their events' ids are unresolved by design. Every
+    # event after them must resolve.
+    nr_end = [e['ts'] for e in evs if 'e2s-resets noreader end' in e['event']]
+    check(nr_end, 'the noreader end marker is not stored')
+    check_events(run, [e for e in evs if e['ts'] > nr_end[0]], maps, symbol_table(kout, run))
+    rows = []
+    for label in ('noreader', 'reader'):
+        lat = [m for m in run.markers() if m.startswith('RESETBENCH %s RESETS' % label)]
+        check(lat, 'no reset figures for %s' % label)
+        fig = dict(re.findall(r'(\w+)=(\d+)', lat[0]))
+        bef = {k: int(v) for k, v in re.findall(r'([a-z_]+): +(\d+)', [
+            m for m in run.markers() if m.startswith('RESETBENCH %s BEFORE' % label)][0])}
+        aft = {k: int(v) for k, v in re.findall(r'([a-z_]+): +(\d+)', [
+            m for m in run.markers() if m.startswith('RESETBENCH %s AFTER' % label)][0])}
+        ts = {}
+        for e in evs:
+            m = re.search(r'e2s-resets %s (begin|end)' % label, e['event'])
+            if m:
+                ts[m.group(1)] = e['ts']
+        check(len(ts) == 2, 'the %s markers are not stored' % label)
+        inside = [e for e in evs if ts['begin'] <= e['ts'] <= ts['end']]
+        full = sum(1 for e in inside if e['stack']['kind'] == 'full')
+        sid = sum(1 for e in inside if e['stack']['kind'] == 'stack_id')
+        kf = (aft['reset_fallbacks'] - bef['reset_fallbacks']
+              if 'reset_fallbacks' in aft else None)
+        rows.append((label, fig, full, sid, kf, aft.get('switches')))
+        log('FIGURES resetbench bits=%d %s: %s resets, write latency median %s us, p90 %s'
+            ' us, max %s us; between the markers %d events with a full stack, %d with a'
+            ' stack_id (%.2f full stacks per reset); kernel reset_fallbacks %s, switches %s'
+            % (args.bits, label, fig['n'], fig['median_us'], fig['p90_us'], fig['max_us'],
+               full, sid, full / int(fig['n']), kf, aft.get('switches')))
+    run.cleanup()
+
+
 SCENARIOS = {'module': t_module, 'block': t_block, 'clockreset': t_clockreset,
              'steady': t_steady, 'resets': t_resets, 'crash': t_crash,
              'kill': t_kill, 'late': t_late, 'full': t_full, 'postmortem': t_postmortem,
              'unbounded': t_unbounded, 'unbounded-off': t_unbounded_off,
-             'unbounded-poll': t_unbounded_poll}
+             'unbounded-poll': t_unbounded_poll, 'resetbench': t_resetbench}
 SCENARIOS.update({n: (lambda args, n=n: t_overflow(args, n)) for n in OVERFLOW_PATHS})
 
 
@@ -1262,6 +1320,10 @@ def main():
     ap.add_argument('--panics', default='null',
                     help='scenario postmortem: the panics, in order, comma-separated'
                     ' (%s; CI: null)' % ', '.join(sorted(PM_CONTEXTS)))
+    ap.add_argument('--bits', type=int, default=14,
+                    help='scenario resetbench: ftrace_stackmap.bits= (default 14)')
+    ap.add_argument('--kernel-out', help='scenario resetbench: boot this build-kernel'
+                    ' output directory instead of building the current series')
     ap.add_argument('--workdir', default='e2s-work')
     ap.add_argument('--seed', type=int, default=int(os.environ.get('E2S_SEED', '7')))
     args = ap.parse_args()

@@ -3,9 +3,10 @@
 # kernel command line. Parameters (kernel command line, stackmap.e2s_*):
 #   e2s_mode     steady | resets | crash | kill | late | full | overflow | module |
 #                postmortem (e2s_panic sysrq|null|timer|panic) |
-#                block | clockreset | unbounded
+#                block | clockreset | unbounded | resetbench
 #   e2s_seconds  workload length (default 15)
-#   e2s_resets   map resets in mode resets (default 50)
+#   e2s_resets   map resets in mode resets (default 50); in mode resetbench, per
+#                phase (default 20)
 #   e2s_distinct in mode unbounded: distinct stacks fired while streaming
 #                (default 16384)
 #   e2s_poll_reset in mode unbounded: 1 = this script resets the map from its
@@ -62,6 +63,12 @@
 # paths and "NOREADER <stack_map_stat>" printed: the map fills and stays full, as it
 # always has. Once streaming, values 0..e2s_distinct-1 are fired, 256 at a time,
 # between "UNBOUNDED-START <stat>" and "UNBOUNDED-END n=N <stat>".
+# In mode resetbench (a benchmark, by hand: e2s.py resetbench): with the workload
+# running, /e2s-resets (e2s-resets.c) resets the map e2s_resets times 100 ms apart,
+# once before the agent starts (label noreader) and once while it streams (reader),
+# between trace_marker lines "e2s-resets LABEL begin/end"; console lines
+# "RESETBENCH LABEL BEFORE <stack_map_stat>", "RESETBENCH LABEL RESETS ...",
+# "RESETBENCH LABEL AFTER <stack_map_stat>".
 # hooksyms.txt (every mode, at the start): the /proc/kallsyms lines of the test
 # hooks' module, trace_stackmap_test, when they are one (the real guest).
 # In mode block: mke2fs + mount of the virtio-blk disk /dev/vda, then dd with
@@ -226,6 +233,20 @@ if [ "$mode" = unbounded ]; then
 	echo "40000 3000" > $DISTINCT || fail "write $DISTINCT"
 	say "NOREADER $(stat_line)"
 fi
+# resetbench LABEL: the workload in the background, the resets, their figures
+resetbench() {
+	rm -f /tmp/rb-stop
+	( while [ ! -e /tmp/rb-stop ]; do work; done ) &
+	rb_work=$!
+	sleep 1
+	say "RESETBENCH $1 BEFORE $(stat_line)"
+	out=$(/e2s-resets "$resets" 100 "$1") || fail "e2s-resets $1"
+	say "RESETBENCH $1 $out"
+	say "RESETBENCH $1 AFTER $(stat_line)"
+	: > /tmp/rb-stop
+	wait $rb_work
+}
+[ "$mode" = resetbench ] && resetbench noreader
 backlog=$(rb_sum entries)
 # overflow and postmortem read the agent's log (postmortem: its "host WELCOME")
 if [ "$mode" = overflow ] || [ "$mode" = postmortem ]; then
@@ -275,6 +296,9 @@ resets)
 		i=$((i + 1))
 	done
 	say "RESETS $i"
+	;;
+resetbench)
+	resetbench reader
 	;;
 unbounded)
 	n=$(param e2s_distinct 16384)
