@@ -1197,6 +1197,23 @@ def unbounded_run(args, name, extra):
     check(set(seen) == want and all(c == 1 for c in seen.values()),
           'distinct events: %d values stored, %d missing, %d stored twice'
           % (len(seen), len(want - set(seen)), sum(1 for c in seen.values() if c > 1)))
+    # top and folded show one stack once, whatever epochs' ids carried it (the chains'
+    # stacks are in every epoch)
+    top = run.report('top', '-n', '100000000')
+    frames = {}
+    for e in top['stacks']:
+        if e['stack']['kind'] in ('stack_id', 'full'):
+            k = tuple(f['ip'] for f in e['stack']['frames'])
+            frames[k] = frames.get(k, 0) + 1
+    dup = sum(1 for n_ in frames.values() if n_ > 1)
+    most = max((e['ids'] for e in top['stacks']), default=0)
+    log('report top: %d stacks, one entry carried by the ids of %d epochs at most'
+        % (len(frames), most))
+    check(not dup, 'report top shows %d stacks more than once' % dup)
+    check(b['epochs'] == 1 or most > 1, 'report top merged no ids of several epochs')
+    folded = [l.rsplit(' ', 1)[0] for l in run.report_text('folded').splitlines() if l]
+    check(len(folded) == len(set(folded)), 'report folded prints %d stacks more than once'
+          % (len(folded) - len(set(folded))))
     raw, nev = [db_sum(run, 'SELECT SUM(%s) FROM chunks' % c) for c in ('raw_bytes', 'nr_events')]
     ds = end['successes_total'] - start['successes_total']
     dd = end['drops_total'] - start['drops_total']
@@ -1206,14 +1223,15 @@ def unbounded_run(args, name, extra):
            'reset_fallbacks': df, 'resets': end['epoch'] - start['epoch'],
            'auto_resets': end['auto_resets'], 'last_reset_us': end['last_reset_us'],
            'max_reset_us': end['max_reset_us'], 'epochs': b['epochs'],
-           'rb_bytes_per_event': raw / max(1, nev)}
+           'rb_bytes_per_event': raw / max(1, nev), 'switch_waits': end.get('switch_waits')}
     log('FIGURES %s: %d distinct stacks fired while streaming into a 1024-entry map:'
         ' %d with a stack_id, %d full; map while streaming: %.2f%% success (%d successes,'
         ' %d drops, %d reset fallbacks), %d resets (%d automatic), last reset %d us,'
-        ' longest %d us; %d epochs stored; %.1f ring-buffer bytes per event (whole boot)'
+        ' longest %d us, %s put off for the reader; %d epochs stored; %.1f ring-buffer'
+        ' bytes per event (whole boot)'
         % (name, n, fig['distinct_stack_id'], fig['distinct_full'], fig['map_success_pct'],
            ds, dd, df, fig['resets'], fig['auto_resets'], fig['last_reset_us'],
-           fig['max_reset_us'], fig['epochs'], fig['rb_bytes_per_event']))
+           fig['max_reset_us'], fig['switch_waits'], fig['epochs'], fig['rb_bytes_per_event']))
     run.cleanup()
     return b, fig, kinds
 

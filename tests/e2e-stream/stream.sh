@@ -61,8 +61,8 @@
 # In mode unbounded (stackmap_test:distinct enabled; patch 0012): before the agent
 # starts, with no delta reader, values 40000..42999 are fired from 3000 distinct call
 # paths and "NOREADER <stack_map_stat>" printed: the map fills and stays full, as it
-# always has. Once streaming, values 0..e2s_distinct-1 are fired, 256 at a time,
-# between "UNBOUNDED-START <stat>" and "UNBOUNDED-END n=N <stat>".
+# always has. Once streaming, values 0..e2s_distinct-1 are fired, 256 at a time every
+# 100 ms, between "UNBOUNDED-START <stat>" and "UNBOUNDED-END n=N <stat>".
 # In mode resetbench (a benchmark, by hand: e2s.py resetbench): with the workload
 # running, /e2s-resets (e2s-resets.c) resets the map e2s_resets times 100 ms apart,
 # once before the agent starts (label noreader) and once while it streams (reader),
@@ -318,6 +318,10 @@ unbounded)
 		[ $((n - v)) -ge 256 ] || k=$((n - v))
 		echo "$v $k" > $DISTINCT || fail "write $DISTINCT $v $k"
 		v=$((v + k))
+		# at most 2560 new stacks a second: the agent must read the map's
+		# entries as fast as they appear, or switches wait for it
+		# (switch_waits) and the map fills meanwhile
+		usleep 100000
 	done
 	if [ -n "${POLL:-}" ]; then
 		: > /tmp/poll-stop
