@@ -21,16 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "e2s-clock.h"
+
 #define TRACEFS "/sys/kernel/tracing"
 #define MAX_RESETS 100000L
-
-static long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int cmp_ll(const void *a, const void *b)
 {

@@ -22,17 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "e2s-clock.h"
+
 #define TRACE_MARKER "/sys/kernel/tracing/trace_marker"
 #define SYSRQ "/proc/sysrq-trigger"
 #define MAX_TICKS 1000000L
-
-static long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
