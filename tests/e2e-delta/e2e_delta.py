@@ -11,7 +11,8 @@ linked statically with proto/delta.c by meson: FILE) is installed in the initram
 
 Tests:
   selftests  the seed's three stackmap .tc selftests and the new
-             stackmap-epoch.tc and stackmap-delta.tc pass under ftracetest
+             stackmap-epoch.tc, stackmap-delta.tc and stackmap-auto-reset.tc
+             pass under ftracetest
   stress     scenario delta-stress: function tracer + func_stack_trace +
              stackmap on 2 vCPUs, a reset loop, one delta reader; every
              stack_id of trace_pipe was delivered by the delta reader for its
@@ -31,7 +32,8 @@ import stackmap_e2e as sm
 from stackmap_e2e import check, log, build_kernel, marker_fields as marker
 
 SELFTESTS = sm.SEED_TESTS + ['test.d/ftrace/stackmap-epoch.tc',
-                             'test.d/ftrace/stackmap-delta.tc']
+                             'test.d/ftrace/stackmap-delta.tc',
+                             'test.d/ftrace/stackmap-auto-reset.tc']
 
 
 def boot(kout, workdir, smdelta, scenario, append=(), timeout=1800, tag=None):
