@@ -1307,10 +1307,8 @@ def t_resetbench(args):
         lat = [m for m in run.markers() if m.startswith('RESETBENCH %s RESETS' % label)]
         check(lat, 'no reset figures for %s' % label)
         fig = dict(re.findall(r'(\w+)=(\d+)', lat[0]))
-        bef = {k: int(v) for k, v in re.findall(r'([a-z_]+): +(\d+)', [
-            m for m in run.markers() if m.startswith('RESETBENCH %s BEFORE' % label)][0])}
-        aft = {k: int(v) for k, v in re.findall(r'([a-z_]+): +(\d+)', [
-            m for m in run.markers() if m.startswith('RESETBENCH %s AFTER' % label)][0])}
+        bef = map_stat(run, 'RESETBENCH %s BEFORE ' % label)
+        aft = map_stat(run, 'RESETBENCH %s AFTER ' % label)
         ts = {}
         for e in evs:
             m = re.search(r'e2s-resets %s (begin|end)' % label, e['event'])
