@@ -18,6 +18,9 @@
  *   timer  the same from a timer callback: an oops in softirq context, then
  *          "Fatal exception in interrupt"
  *   panic  panic() in process context
+ *   lockup a soft lockup: the write() spins with preemption off until the
+ *          watchdog panics (boot with softlockup_panic=1; watchdog_thresh=1
+ *          makes it take about 2 s); gives up after 60 s with -ETIMEDOUT
  */
 #include <linux/module.h>
 #include <linux/debugfs.h>
@@ -26,6 +29,8 @@
 #include <linux/uaccess.h>
 #include <linux/timer.h>
 #include <linux/string.h>
+#include <linux/jiffies.h>
+#include <linux/preempt.h>
 
 #define TESTMOD_MAX_ROUND	1000
 
@@ -119,6 +124,14 @@ static ssize_t testmod_crash_write(struct file *file, const char __user *ubuf,
 		mod_timer(&testmod_timer, jiffies + 1);
 	} else if (!strcmp(buf, "panic")) {
 		panic("stackmap_testmod: panic on request");
+	} else if (!strcmp(buf, "lockup")) {
+		unsigned long end = jiffies + 60 * HZ;
+
+		preempt_disable();
+		while (time_before(jiffies, end))
+			cpu_relax();
+		preempt_enable();
+		return -ETIMEDOUT;
 	} else {
 		return -EINVAL;
 	}
