@@ -42,6 +42,7 @@ static const struct msg_desc msg_table[256] = {
 	[SMP_BYE]	= { "BYE",     8, SMP_MAX_PAYLOAD },
 	[SMP_TIME_REPLY] = { "TIME_REPLY", SMP_TIME_SIZE, SMP_MAX_PAYLOAD },
 	[SMP_CMDLINES]	= { "CMDLINES", SMP_TEXT_FIXED, SMP_MAX_PAYLOAD },
+	[SMP_ARENA]	= { "ARENA",   SMP_ARENA_FIXED + 8, SMP_MAX_PAYLOAD },
 	[SMP_WELCOME]	= { "WELCOME", 16, SMP_MAX_PAYLOAD },
 	[SMP_ACK]	= { "ACK",     8, SMP_MAX_PAYLOAD },
 	[SMP_TIME]	= { "TIME",    SMP_TIME_SIZE, SMP_MAX_PAYLOAD },
@@ -527,5 +528,142 @@ int smp_time_marker_parse(const char *text, size_t len, uint64_t *ret_probe_id)
 	if (id == 0)
 		return -EBADMSG;
 	*ret_probe_id = id;
+	return 0;
+}
+
+/* ---- ARENA and the recovery header ---- */
+
+static bool arena_page_size_ok(uint32_t ps)
+{
+	return ps >= SMP_ARENA_PAGE_MIN && ps <= SMP_ARENA_PAGE_MAX && !(ps & (ps - 1));
+}
+
+static bool arena_fields_ok(const struct smp_arena *m)
+{
+	return arena_page_size_ok(m->page_size) && m->nr_pages >= 1 &&
+	       m->nr_pages <= SMP_ARENA_MAX_PAGES && m->nr >= 1 &&
+	       m->nr <= SMP_ARENA_MAX_PER_MSG && m->first < m->nr_pages &&
+	       m->nr <= m->nr_pages - m->first && m->list_id != 0;
+}
+
+long smp_arena_encode(const struct smp_arena *m, const uint64_t *addrs, uint8_t *buf,
+		      size_t cap)
+{
+	size_t len;
+
+	if (!arena_fields_ok(m))
+		return -EINVAL;
+	for (uint32_t i = 0; i < m->nr; i++)
+		if (addrs[i] & (m->page_size - 1))
+			return -EINVAL;
+	len = SMP_ARENA_FIXED + (size_t)m->nr * 8;
+	if (cap < len)
+		return -ENOSPC;
+	smp_put32(buf, m->page_size);
+	smp_put32(buf + 4, m->nr_pages);
+	smp_put32(buf + 8, m->first);
+	smp_put32(buf + 12, m->nr);
+	smp_put64(buf + 16, m->list_id);
+	for (uint32_t i = 0; i < m->nr; i++)
+		smp_put64(buf + SMP_ARENA_FIXED + (size_t)i * 8, addrs[i]);
+	return (long)len;
+}
+
+int smp_arena_decode(struct smp_arena *ret, const uint8_t *buf, size_t len)
+{
+	struct smp_arena m;
+	int r = check(SMP_ARENA, len);
+
+	if (r)
+		return r;
+	m.page_size = smp_get32(buf);
+	m.nr_pages = smp_get32(buf + 4);
+	m.first = smp_get32(buf + 8);
+	m.nr = smp_get32(buf + 12);
+	m.list_id = smp_get64(buf + 16);
+	m.addrs = buf + SMP_ARENA_FIXED;
+	/* the addresses run to the end of the payload: no trailing fields */
+	if (!arena_fields_ok(&m) || len != SMP_ARENA_FIXED + (size_t)m.nr * 8)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < m.nr; i++)
+		if (smp_arena_addr(&m, i) & (m.page_size - 1))
+			return -EBADMSG;
+	*ret = m;
+	return 0;
+}
+
+uint64_t smp_arena_addr(const struct smp_arena *m, uint32_t i)
+{
+	return smp_get64(m->addrs + (size_t)i * 8);
+}
+
+#define ARENA_HDR_OFF_SLOT	20
+#define ARENA_HDR_OFF_HLEN	32
+
+_Static_assert(ARENA_HDR_OFF_HLEN + 8 <= SMP_ARENA_HDR_FIXED, "recovery header");
+_Static_assert(SMP_HDR_SIZE + SMP_HELLO_FIXED + 3 * 255 <= SMP_ARENA_HELLO_SLOT,
+	       "the largest HELLO fits a slot");
+_Static_assert(SMP_ARENA_HDR_SIZE <= SMP_ARENA_PAGE_MIN, "the header fits a page");
+
+void smp_arena_hdr_init(uint8_t *buf, uint32_t page_size, uint32_t hdr_pages,
+			uint64_t arena_len)
+{
+	memset(buf, 0, SMP_ARENA_HDR_SIZE);
+	smp_put64(buf, SMP_ARENA_HDR_MAGIC);
+	smp_put32(buf + 8, SMP_ARENA_HDR_VERSION);
+	smp_put32(buf + 12, page_size);
+	smp_put32(buf + 16, hdr_pages);
+	smp_put32(buf + ARENA_HDR_OFF_SLOT, SMP_ARENA_NO_HELLO);
+	smp_put64(buf + 24, arena_len);
+}
+
+/*
+ * The slot is written first and published by hello_slot after it; a dump reader sees
+ * the agent's memory as its stores left it (a process stopped at any instruction), so
+ * the compiler must not move the slot's stores after the switch.
+ */
+int smp_arena_hdr_set_hello(uint8_t *buf, const uint8_t *frame, size_t len)
+{
+	uint32_t cur = smp_get32(buf + ARENA_HDR_OFF_SLOT);
+	uint32_t slot = cur == 0 ? 1 : 0;
+
+	if (len > SMP_ARENA_HELLO_SLOT)
+		return -EMSGSIZE;
+	memcpy(buf + SMP_ARENA_HDR_FIXED + slot * SMP_ARENA_HELLO_SLOT, frame, len);
+	smp_put32(buf + ARENA_HDR_OFF_HLEN + slot * 4, (uint32_t)len);
+	__atomic_signal_fence(__ATOMIC_RELEASE);
+	smp_put32(buf + ARENA_HDR_OFF_SLOT, slot);
+	return 0;
+}
+
+void smp_arena_hdr_clear_hello(uint8_t *buf)
+{
+	smp_put32(buf + ARENA_HDR_OFF_SLOT, SMP_ARENA_NO_HELLO);
+	__atomic_signal_fence(__ATOMIC_RELEASE);
+}
+
+int smp_arena_hdr_decode(struct smp_arena_hdr *ret, const uint8_t *buf, size_t len)
+{
+	struct smp_arena_hdr h = { 0 };
+	uint32_t slot;
+
+	if (len < SMP_ARENA_HDR_SIZE || smp_get64(buf) != SMP_ARENA_HDR_MAGIC ||
+	    smp_get32(buf + 8) != SMP_ARENA_HDR_VERSION)
+		return -EBADMSG;
+	h.page_size = smp_get32(buf + 12);
+	h.hdr_pages = smp_get32(buf + 16);
+	h.arena_len = smp_get64(buf + 24);
+	if (!arena_page_size_ok(h.page_size) || h.hdr_pages < 1 || h.hdr_pages > 16)
+		return -EBADMSG;
+	slot = smp_get32(buf + ARENA_HDR_OFF_SLOT);
+	if (slot == 0 || slot == 1) {
+		h.hello_len = smp_get32(buf + ARENA_HDR_OFF_HLEN + slot * 4);
+		if (h.hello_len > SMP_ARENA_HELLO_SLOT)
+			return -EBADMSG;
+		h.hello = buf + SMP_ARENA_HDR_FIXED + slot * SMP_ARENA_HELLO_SLOT;
+	} else if (slot != SMP_ARENA_NO_HELLO) {
+		return -EBADMSG;
+	}
+	*ret = h;
 	return 0;
 }

@@ -39,7 +39,7 @@ extern "C" {
 
 #define SMP_MAGIC		0x50414d53u	/* "SMAP" */
 #define SMP_VERSION_MAJOR	1
-#define SMP_VERSION_MINOR	2
+#define SMP_VERSION_MINOR	3
 #define SMP_HDR_SIZE		32u
 #define SMP_MAX_PAYLOAD		(256u * 1024u)
 
@@ -58,6 +58,7 @@ enum smp_type {
 	SMP_BYE		= 10,
 	SMP_TIME_REPLY	= 11,	/* unsequenced (1.1) */
 	SMP_CMDLINES	= 12,	/* 1.2 */
+	SMP_ARENA	= 13,	/* unsequenced (1.3) */
 	SMP_WELCOME	= 129,
 	SMP_ACK		= 130,
 	SMP_TIME	= 131,	/* 1.1 */
@@ -350,6 +351,89 @@ long smp_time_marker(uint64_t probe_id, char *buf, size_t cap);
  * marker, an optional newline, then the end of @len or a NUL (what follows it, the
  * ring buffer's alignment padding, is ignored). -EBADMSG otherwise. */
 int smp_time_marker_parse(const char *text, size_t len, uint64_t *ret_probe_id);
+
+/* ---- ARENA (1.3) and the resend window's recovery header ----------------------- */
+
+/*
+ * ARENA (PROTOCOL.md section 4.12), unsequenced, guest to host: the guest-physical
+ * address of every page of the agent's resend window (its recovery header page first,
+ * then the frame arena), so that a host holding a dump of a panicked guest can read
+ * the frames the agent had not delivered yet. A list of nr_pages addresses goes out in
+ * one or more messages that carry consecutive slices [first, first + nr) of it under
+ * one list_id; a new list (a page moved) has a new list_id.
+ */
+#define SMP_ARENA_FIXED		24u
+#define SMP_ARENA_MAX_PAGES	(1u << 21)	/* 8 GiB of 4 KiB pages */
+#define SMP_ARENA_MAX_PER_MSG	((SMP_MAX_PAYLOAD - SMP_ARENA_FIXED) / 8u)
+#define SMP_ARENA_PAGE_MIN	4096u
+#define SMP_ARENA_PAGE_MAX	65536u
+
+struct smp_arena {
+	uint32_t page_size;	/* the guest's page size, a power of two, 4096..65536 */
+	uint32_t nr_pages;	/* pages of the whole list, 1..SMP_ARENA_MAX_PAGES */
+	uint32_t first;		/* index in the list of this message's first address */
+	uint32_t nr;		/* addresses in this message, 1..SMP_ARENA_MAX_PER_MSG */
+	uint64_t list_id;	/* not 0; the same in every message of one list */
+	const uint8_t *addrs;	/* decode: nr little-endian u64, read with smp_arena_addr() */
+};
+/* Encode @m with @addrs (m->nr of them; m->addrs is ignored). -EINVAL for a field out
+ * of range or an address that is not page aligned, -ENOSPC. */
+long smp_arena_encode(const struct smp_arena *m, const uint64_t *addrs, uint8_t *buf,
+		      size_t cap);
+/* -EBADMSG for a size other than SMP_ARENA_FIXED + 8 * nr, a field out of range, or an
+ * address that is not a multiple of page_size. */
+int smp_arena_decode(struct smp_arena *ret, const uint8_t *buf, size_t len);
+uint64_t smp_arena_addr(const struct smp_arena *m, uint32_t i);
+
+/*
+ * The recovery header, the first page of the agent's window mapping (PROTOCOL.md
+ * section 4.12): what a dump reader needs besides the frames. The frames start
+ * hdr_pages pages after it, arena_len bytes of them. The HELLO of the current stream is
+ * kept in one of two slots; the agent writes the other slot, then switches
+ * hello_slot, so a dump taken at any instant holds one whole HELLO or none.
+ *
+ *   off  size
+ *   0    8     magic SMP_ARENA_HDR_MAGIC ("SMARENA1")
+ *   8    4     version, 1
+ *   12   4     page_size
+ *   16   4     hdr_pages (>= 1)
+ *   20   4     hello_slot: 0 or 1, SMP_ARENA_NO_HELLO for none
+ *   24   8     arena_len
+ *   32   4     hello_len[0]
+ *   36   4     hello_len[1]
+ *   40   24    reserved (0)
+ *   64   SMP_ARENA_HELLO_SLOT  slot 0: a sealed HELLO frame
+ *   ..   SMP_ARENA_HELLO_SLOT  slot 1
+ */
+#define SMP_ARENA_HDR_MAGIC	UINT64_C(0x31414e4552414d53)
+#define SMP_ARENA_HDR_VERSION	1u
+#define SMP_ARENA_HDR_FIXED	64u
+#define SMP_ARENA_HELLO_SLOT	1024u
+#define SMP_ARENA_HDR_SIZE	(SMP_ARENA_HDR_FIXED + 2 * SMP_ARENA_HELLO_SLOT)
+#define SMP_ARENA_NO_HELLO	0xffffffffu
+
+struct smp_arena_hdr {
+	uint32_t page_size;
+	uint32_t hdr_pages;
+	uint64_t arena_len;
+	const uint8_t *hello;	/* decode: the current HELLO frame, NULL if none */
+	uint32_t hello_len;
+};
+/* The fixed part of a new header (no HELLO) into @buf (>= SMP_ARENA_HDR_SIZE). */
+void smp_arena_hdr_init(uint8_t *buf, uint32_t page_size, uint32_t hdr_pages,
+			uint64_t arena_len);
+/* Store a sealed HELLO frame (<= SMP_ARENA_HELLO_SLOT bytes) into the slot not in use,
+ * then make it the current one. -EMSGSIZE when it does not fit. */
+int smp_arena_hdr_set_hello(uint8_t *buf, const uint8_t *frame, size_t len);
+/* No HELLO (a fresh stream is starting): the frames of the arena have none. */
+void smp_arena_hdr_clear_hello(uint8_t *buf);
+/*
+ * Decode a header found in @len bytes (a dump's). -EBADMSG when the magic, version or
+ * a size is wrong (page size a power of two 4096..65536, hdr_pages * page_size holding
+ * the header). The HELLO is returned as it is found (hello_len bounded by the slot),
+ * not checked: the caller decodes it as a frame.
+ */
+int smp_arena_hdr_decode(struct smp_arena_hdr *ret, const uint8_t *buf, size_t len);
 
 /* ---- stack_id ---------------------------------------------------------------- */
 

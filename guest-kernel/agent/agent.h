@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "cmdlines.h"
 #include "delta.h"
 #include "latency.h"
@@ -79,6 +80,7 @@ struct agent {
 	char tracefs[4096];
 
 	struct win *win;
+	struct arena arena;	/* the window's pages, announced for post-mortems */
 	struct session sess;
 	struct port port;
 	bool have_port;		/* port.path is known */
@@ -163,6 +165,9 @@ void agent_rescan(struct agent *a);
 void agent_queue_lost(struct agent *a, bool force);
 /* Queue STATS when something changed since the last one (or @force). */
 void agent_queue_stats(struct agent *a, bool force);
+/* Send ARENA (arena.h) when the session is UP: always, or with @changed_only only
+ * when a page of the window moved since the last list. */
+void agent_announce_arena(struct agent *a, bool changed_only);
 /* A fresh stream: new stream_id, empty window, delta file reopened, new snapshot. */
 int agent_fresh_stream(struct agent *a);
 /*

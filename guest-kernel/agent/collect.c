@@ -217,4 +217,5 @@ void agent_rescan(struct agent *a)
 	agent_rescan_metadata(a, a->win);
 	agent_delta_open(a);
 	agent_queue_lost(a, false);
+	agent_announce_arena(a, true);	/* a page of the window moved */
 }

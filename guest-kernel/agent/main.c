@@ -290,6 +290,7 @@ static void handle_actions(struct agent *a, int act)
 	}
 	if (act & SESS_ACT_WELCOME) {
 		a->t_hello = 0;	/* a gap at the resume point: see write_port() */
+		agent_announce_arena(a, false);
 	}
 }
 

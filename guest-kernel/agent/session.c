@@ -8,6 +8,13 @@
 
 #include "log.h"
 #include "session.h"
+
+/* The whole length of a frame this agent sealed (header + payload). */
+static uint32_t frame_len(const uint8_t *f)
+{
+	return SMP_HDR_SIZE + ((uint32_t)f[8] | (uint32_t)f[9] << 8 |
+			       (uint32_t)f[10] << 16 | (uint32_t)f[11] << 24);
+}
 #include "util.h"
 
 int sess_init(struct session *s, struct win *w)
@@ -41,6 +48,15 @@ void sess_set_hello(struct session *s, const uint8_t *frame, size_t len)
 		len = sizeof(s->hello);	/* cannot happen: HELLO is bounded */
 	memcpy(s->hello, frame, len);
 	s->hello_len = len;
+	/* the copy a dump reader replays the window's frames behind (window.h) */
+	(void)win_set_hello(s->win, frame, len);
+}
+
+void sess_set_arena(struct session *s, const uint8_t *frames, size_t len)
+{
+	s->arena = frames;
+	s->arena_len = len;
+	s->arena_off = 0;
 }
 
 void sess_set_time(struct session *s, sess_time_fn fn, void *ctx)
@@ -61,6 +77,7 @@ void sess_down(struct session *s)
 	s->state = SESS_DOWN;
 	s->hello_queued = false;
 	s->time_reply_queued = false;
+	s->arena_len = s->arena_off = 0;	/* announced again after the next WELCOME */
 	batch_clear(&s->out);
 	smp_decoder_reset(s->dec);
 }
@@ -261,6 +278,14 @@ static void fill(struct session *s)
 	}
 	if (s->state != SESS_UP)
 		return;
+	/* ARENA (unsequenced) ahead of the window's frames, one whole frame at a time */
+	while (s->arena_off < s->arena_len) {
+		uint32_t n = frame_len(s->arena + s->arena_off);
+
+		if (batch_add(&s->out, s->arena + s->arena_off, n) < 0)
+			return;
+		s->arena_off += n;
+	}
 	/* frames beyond a gap wait for what the host lacks to go ahead of them */
 	while (batch_pending(&s->out) < BATCH_WRITE_MAX && !win_gap_from(s->win)) {
 		const uint8_t *f;
@@ -299,6 +324,8 @@ bool sess_want_write(struct session *s)
 		return true;
 	if (s->state != SESS_UP)
 		return false;
+	if (s->arena_off < s->arena_len)
+		return true;
 	if (win_gap_from(s->win))
 		return !s->stall_seq;	/* the gap is acted on in sess_flush() */
 	win_get_stats(s->win, &ws);

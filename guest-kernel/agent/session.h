@@ -67,6 +67,9 @@ struct session {
 	void *time_ctx;
 	uint8_t time_reply[SESS_TIME_REPLY_MAX];	/* a reply the batch had no room for */
 	bool time_reply_queued;
+	const uint8_t *arena;		/* ARENA frames to send (sess_set_arena()) */
+	size_t arena_len;
+	size_t arena_off;		/* ... the first one not yet in the batch */
 	uint64_t time_sec;		/* CLOCK_MONOTONIC second of the rate limit */
 	unsigned time_in_sec;		/* markers written in it */
 
@@ -85,6 +88,15 @@ void sess_done(struct session *s);
 
 /* The HELLO frame (sealed, seq 0) this session sends on every (re)start. */
 void sess_set_hello(struct session *s, const uint8_t *frame, size_t len);
+/*
+ * Send @len bytes of sealed ARENA frames (arena.h) ahead of the window frames not yet
+ * taken, once the session is UP. @frames is the caller's and must stay valid until the
+ * next sess_set_arena() or sess_down(), which forgets them (the caller announces again
+ * after the next WELCOME). A call while older ones are going out replaces them: the
+ * batch takes whole frames only, so the host sees whole frames of one list or the
+ * other.
+ */
+void sess_set_arena(struct session *s, const uint8_t *frames, size_t len);
 /* Answer TIME through @fn (see the overview); NULL: do not. */
 void sess_set_time(struct session *s, sess_time_fn fn, void *ctx);
 /* A host is there: queue HELLO and wait for WELCOME. */

@@ -55,6 +55,20 @@ int agent_build_hello(struct agent *a)
 	return 0;
 }
 
+void agent_announce_arena(struct agent *a, bool changed_only)
+{
+	int r = arena_refresh(&a->arena);
+
+	if (r < 0 || (changed_only && r == 0) || a->sess.state != SESS_UP)
+		return;
+	if (arena_encode(&a->arena, a->sess.host_max_payload) < 0)
+		return;
+	if (r == 1 && a->arena.changes)
+		log_info("the window's pages moved: announcing them again (list %" PRIu64 ")",
+			 a->arena.list_id);
+	sess_set_arena(&a->sess, a->arena.frames, a->arena.frames_len);
+}
+
 int agent_fresh_stream(struct agent *a)
 {
 	uint64_t old = a->stream_id, dropped = win_reset(a->win);
@@ -199,6 +213,11 @@ int agent_setup(struct agent *a)
 			  a->o.window_kb, a->o.window_frames, strerror(-r));
 		return r;
 	}
+	/* locked, and its pages' physical addresses announced (arena.h) */
+	r = arena_init(&a->arena, a->win, "/proc/self/pagemap");
+	if (r < 0)
+		return r;
+	(void)arena_refresh(&a->arena);
 	/* the epoch in effect at any held frame, after its EPOCH frame left (gap.h) */
 	win_track(a->win, SMP_EPOCH);
 	r = sess_init(&a->sess, a->win);
@@ -228,6 +247,8 @@ int agent_setup(struct agent *a)
 void agent_free(struct agent *a)
 {
 	sess_done(&a->sess);
+	if (a->win)
+		arena_done(&a->arena);
 	win_free(a->win);
 	rings_close(a->rings);
 	delta_done(&a->delta);

@@ -8,11 +8,23 @@
  * in two runs (wrapped: the newest frames start again at 0, free space is
  * [last.end, first.off)). A frame is never split, so an unusable tail at the end of
  * the arena is simply skipped.
+ *
+ * Post-mortem recovery (PROTOCOL.md 4.12): the arena is its own mapping, page aligned,
+ * behind one page holding the recovery header (the current stream's HELLO), so that
+ * the host can find the frames in a dump of the guest's memory from the pages' guest
+ * physical addresses (arena.h announces them). A dump reader takes every whole frame
+ * it finds in the arena; for that to give only this stream's frames under their
+ * current seqs, no stale frame may carry a seq of the current numbering: frames that
+ * left the window keep seqs below the oldest held one, and the two operations that
+ * restart or change the numbering, win_reset() and win_splice(), zero the bytes used
+ * since the last zeroing (hiwater) before frames of the new numbering are written.
  */
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "proto.h"
 #include "window.h"
@@ -24,8 +36,12 @@ struct win_desc {
 
 
 struct win {
+	uint8_t *map;		/* header page(s), then the arena */
+	size_t map_len;
+	size_t page_size;
 	uint8_t *arena;
 	size_t cap;
+	size_t hiwater;		/* arena bytes written since they were last zeroed */
 	struct win_desc *desc;
 	uint32_t max_frames;
 	uint32_t first;		/* descriptor index of the oldest frame */
@@ -60,19 +76,34 @@ struct win {
 
 int win_new(size_t max_bytes, uint32_t max_frames, struct win **ret)
 {
+	long ps = sysconf(_SC_PAGESIZE);
 	struct win *w;
+	void *map;
 
 	if (max_bytes < WIN_MIN_BYTES || max_frames < 2)
 		return -EINVAL;
+	if (ps < (long)SMP_ARENA_PAGE_MIN || ps > (long)SMP_ARENA_PAGE_MAX)
+		return -ENOTSUP;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	w->arena = malloc(max_bytes);
+	w->page_size = (size_t)ps;
+	/* one header page, then the arena rounded up to whole pages */
+	w->map_len = w->page_size + (max_bytes + w->page_size - 1) / w->page_size *
+		     w->page_size;
+	map = mmap(NULL, w->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
 	w->desc = calloc(max_frames, sizeof(*w->desc));
-	if (!w->arena || !w->desc) {
-		win_free(w);
+	if (map == MAP_FAILED || !w->desc) {
+		if (map != MAP_FAILED)
+			munmap(map, w->map_len);
+		free(w->desc);
+		free(w);
 		return -ENOMEM;
 	}
+	w->map = map;
+	w->arena = w->map + w->page_size;
+	smp_arena_hdr_init(w->map, (uint32_t)w->page_size, 1, max_bytes);
 	w->cap = max_bytes;
 	w->max_frames = max_frames;
 	w->track_type = -1;
@@ -86,9 +117,28 @@ void win_free(struct win *w)
 {
 	if (!w)
 		return;
-	free(w->arena);
+	munmap(w->map, w->map_len);
 	free(w->desc);
 	free(w);
+}
+
+void win_map(const struct win *w, void **ret_addr, size_t *ret_len, size_t *ret_page_size)
+{
+	*ret_addr = w->map;
+	*ret_len = w->map_len;
+	*ret_page_size = w->page_size;
+}
+
+int win_set_hello(struct win *w, const uint8_t *frame, size_t len)
+{
+	return smp_arena_hdr_set_hello(w->map, frame, len);
+}
+
+/* Zero what frames were written to, before frames of a new numbering go there. */
+static void zero_used(struct win *w)
+{
+	memset(w->arena, 0, w->hiwater);
+	w->hiwater = 0;
 }
 
 static struct win_desc *desc_at(const struct win *w, uint32_t i)
@@ -182,6 +232,8 @@ int win_reserve(struct win *w, uint32_t payload_len, uint8_t **ret_frame)
 	}
 	w->res_off = (size_t)off;
 	w->res_len = (uint32_t)need;
+	if (w->hiwater < (size_t)off + need)
+		w->hiwater = (size_t)off + need;
 	w->reserved = 1;
 	*ret_frame = w->arena + off;
 	return 0;
@@ -285,6 +337,9 @@ uint64_t win_reset(struct win *w)
 	uint64_t n = w->count;
 
 	assert(!w->reserved);
+	/* the old stream's HELLO and frames must not be read as the new one's */
+	smp_arena_hdr_clear_hello(w->map);
+	zero_used(w);
 	w->first = 0;
 	w->count = 0;
 	w->bytes = 0;
@@ -475,9 +530,15 @@ int64_t win_splice(struct win *w, struct win *front, uint64_t resume_seq,
 	}
 	if (ret_shift)
 		*ret_shift = (int64_t)front->count;
-	free(w->arena);
+	/*
+	 * The rebuilt frames go back into the same (locked, announced) arena. Zero first:
+	 * a held frame's old copy would carry a seq that now names another frame.
+	 */
+	zero_used(w);
+	memcpy(w->arena, arena, off);
+	w->hiwater = off;
+	free(arena);
 	free(w->desc);
-	w->arena = arena;
 	w->desc = desc;
 	w->first = 0;
 	w->count = n;

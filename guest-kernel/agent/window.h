@@ -28,6 +28,13 @@
  * frame of one type (EPOCH) that left the window, so that win_last_before() gives the
  * EPOCH in effect at any held frame.
  *
+ * Post-mortem recovery (PROTOCOL.md 4.12): the arena is a page-aligned mapping of its
+ * own behind a page with the recovery header, which holds the current stream's HELLO
+ * (win_set_hello()). The agent locks the mapping and announces its pages' physical
+ * addresses (arena.h, win_map()); a host with a dump of the panicked guest reads the
+ * frames not yet delivered from there. win_reset() and win_splice() zero the bytes
+ * they renumber, so the arena never holds a stale frame under a current seq.
+ *
  * Single-threaded; nothing here does I/O.
  */
 #ifndef SMG_WINDOW_H
@@ -97,6 +104,13 @@ int win_resume(struct win *w, uint64_t resume_seq);
 uint64_t win_reset(struct win *w);
 
 void win_get_stats(const struct win *w, struct win_stats *ret);
+
+/* The mapping (recovery header page, then the arena) and the page size it uses. */
+void win_map(const struct win *w, void **ret_addr, size_t *ret_len, size_t *ret_page_size);
+/* Keep a copy of the stream's sealed HELLO frame in the recovery header, published
+ * whole (two slots). -EMSGSIZE when larger than SMP_ARENA_HELLO_SLOT. win_reset()
+ * clears it: the caller sets the new stream's HELLO after. */
+int win_set_hello(struct win *w, const uint8_t *frame, size_t len);
 
 /*
  * Where the gap the host will see starts (0: none): the first frame dropped before

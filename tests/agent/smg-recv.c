@@ -243,6 +243,14 @@ static void on_frame(struct recv_state *s, int fd, const struct smp_frame *f)
 		send_frame(fd, SMP_WELCOME, p, 16);
 		return;
 	}
+	if (f->type == SMP_ARENA && f->seq == 0) {
+		/* the window's pages, for a post-mortem: nothing to apply here */
+		struct smp_arena m;
+
+		if (smp_arena_decode(&m, f->payload, f->len) < 0)
+			s->malformed++;
+		return;
+	}
 	if (smp_msg_check_size(f->type, f->len) == -EBADMSG) {
 		s->malformed++;
 		return;

@@ -301,6 +301,14 @@ struct rx {
 	uint64_t epoch_list[16];
 	unsigned page_errors, malformed, decode_errors, dups, resent_flags, unknown_rx;
 	uint64_t gap_frames;
+	/* ARENA (PROTOCOL.md 4.12): the window's pages, after each WELCOME */
+	unsigned arenas;		/* lists received whole */
+	unsigned arena_bad;		/* slices out of order, or an address not aligned */
+	uint32_t arena_page_size, arena_nr_pages, arena_have;
+	uint64_t arena_list_id;
+	uint64_t arena_first_addr;
+	bool arena_zero_addr;		/* an address 0 (a page frame number the agent
+					 * could not see) */
 	uint64_t lost_dropped_frames;
 	uint64_t lost_read_events;
 	uint64_t agent_cpu_ns;
@@ -561,6 +569,42 @@ static void on_hello(struct rx *r, const struct smp_frame *f)
 	rx_send(r, SMP_WELCOME, w, 16);
 }
 
+/* One ARENA slice: checked here byte by byte as well as by the decoder. */
+static void rx_arena(struct rx *r, const struct smp_frame *f)
+{
+	struct smp_arena m;
+
+	if (f->seq != 0 || smp_arena_decode(&m, f->payload, f->len) < 0) {
+		r->malformed++;
+		return;
+	}
+	if (m.first == 0) {
+		r->arena_list_id = m.list_id;
+		r->arena_page_size = m.page_size;
+		r->arena_nr_pages = m.nr_pages;
+		r->arena_have = 0;
+		r->arena_first_addr = smp_arena_addr(&m, 0);
+	}
+	if (m.list_id != r->arena_list_id || m.first != r->arena_have) {
+		r->arena_bad++;
+		return;
+	}
+	for (uint32_t i = 0; i < m.nr; i++) {
+		const uint8_t *p = f->payload + SMP_ARENA_FIXED + (size_t)i * 8;
+		uint64_t a = 0;
+
+		for (int b = 7; b >= 0; b--)
+			a = a << 8 | p[b];
+		if (a % (uint64_t)sysconf(_SC_PAGESIZE))
+			r->arena_bad++;
+		if (a == 0)
+			r->arena_zero_addr = true;
+	}
+	r->arena_have += m.nr;
+	if (r->arena_have == r->arena_nr_pages)
+		r->arenas++;
+}
+
 static void rx_frame(struct rx *r, const struct smp_frame *f)
 {
 	struct smp_time_reply tr;
@@ -577,6 +621,10 @@ static void rx_frame(struct rx *r, const struct smp_frame *f)
 		r->time_replies++;
 		r->time_reply_id = tr.probe_id;
 		r->time_reply_status = tr.status;
+		return;
+	}
+	if (f->type == SMP_ARENA) {
+		rx_arena(r, f);
 		return;
 	}
 	if (smp_msg_check_size(f->type, f->len) == -EBADMSG) {
@@ -893,6 +941,29 @@ static bool got_fresh(struct rx *r)
 	return r->streams == 2 && r->expected > 1;
 }
 
+static bool got_arena(struct rx *r)
+{
+	return r->arenas > 0;
+}
+
+/* VmLck of @pid, kB (0 when unknown). */
+static unsigned long agent_locked_kb(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %lu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
 static bool got_hello(struct rx *r)
 {
 	return r->hellos > 0;
@@ -1000,6 +1071,24 @@ static void scenario_main(void)
 	   rx.hello.clock_len == 5 && memcmp(rx.hello.trace_clock, "local", 5) == 0 &&
 	   rx.hello.boot_id[0] == 0x8f && rx.hello.boot_id[15] == 0x6b,
 	   "HELLO: build-id, release, clock, boot_id from the fake tree");
+
+	/* 1b. ARENA: the window's pages, locked, page aligned, after WELCOME */
+	ok(rx_pump(&rx, TIMEOUT_MS, got_arena), "ARENA after WELCOME (%u lists)", rx.arenas);
+	{
+		long ps = sysconf(_SC_PAGESIZE);
+		/* --window-kb default 16384: one header page and the arena */
+		uint32_t want = (uint32_t)(1 + (16384ul * 1024 + (unsigned long)ps - 1) /
+					   (unsigned long)ps);
+
+		ok(rx.arena_page_size == (uint32_t)ps && rx.arena_nr_pages == want,
+		   "ARENA: %u pages of %u bytes (want %u of %ld)", rx.arena_nr_pages,
+		   rx.arena_page_size, want, ps);
+		ok(rx.arena_bad == 0 && !rx.arena_zero_addr,
+		   "ARENA: every address page aligned and known, slices in order");
+		ok(agent_locked_kb(pid) >= (unsigned long)want * (unsigned long)ps / 1024,
+		   "the agent locked its window in memory (VmLck %lu kB)",
+		   agent_locked_kb(pid));
+	}
 
 	/* 2. pages and deltas flow */
 	write_epoch(0);
