@@ -25,8 +25,9 @@ static bool pick_run(HaStore *s, int64_t boot, int64_t from_id, bool all, GArray
 {
 	g_autoptr(GHashTable) runs = g_hash_table_new_full(g_direct_hash, g_direct_equal,
 							   NULL, run_free);
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT id, cpu, raw_bytes, ts_min IS NULL FROM"
-					 " chunks WHERE boot = ? AND id >= ? ORDER BY id",
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT id, cpu, raw_bytes,"
+					 " ts_min IS NULL OR recovered FROM chunks"
+					 " WHERE boot = ? AND id >= ? ORDER BY id",
 					 error);
 	Run *first = NULL;
 	int rc;

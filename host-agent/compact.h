@@ -16,7 +16,8 @@
  * the largest last_seq and ts_max, and the sums of the page, event and traced
  * counts: every reader orders and counts it as it did its parts (reports by ts_max
  * and id, export by first_seq and id, per CPU). Chunks without a time range (pages
- * stored before their formats) are never merged.
+ * stored before their formats) are never merged, nor are chunks recovered from a
+ * crashed guest's memory (postmortem.h), which stay apart from the streamed ones.
  */
 #ifndef HA_COMPACT_H
 #define HA_COMPACT_H

@@ -508,8 +508,8 @@ bool ha_store_put_chunk(HaStore *s, int64_t boot, const HaStoreChunk *ch,
 			int64_t *ret_id, GError **error)
 {
 	sqlite3_stmt *st = STMT(s, "INSERT INTO chunks(boot, cpu, first_seq, last_seq, ts_min,"
-				" ts_max, nr_pages, nr_events, nr_traced, raw_bytes, data)"
-				" VALUES(?,?,?,?,?,?,?,?,?,?,?)", error);
+				" ts_max, nr_pages, nr_events, nr_traced, raw_bytes, data,"
+				" recovered) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", error);
 
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_int64(st, 2, ch->cpu);
@@ -526,6 +526,7 @@ bool ha_store_put_chunk(HaStore *s, int64_t boot, const HaStoreChunk *ch,
 	sqlite3_bind_int64(st, 9, (int64_t)ch->traced);
 	sqlite3_bind_int64(st, 10, (int64_t)ch->raw_bytes);
 	sqlite3_bind_blob(st, 11, ch->data, (int)ch->len, SQLITE_STATIC);
+	sqlite3_bind_int(st, 12, ch->recovered);
 	if (!step_done(s, st, error, "insert chunk"))
 		return false;
 	*ret_id = last_id(s);

@@ -163,6 +163,7 @@ typedef struct {
 	uint64_t raw_bytes;	/* packed size (chunk.h) */
 	const void *data;	/* zstd */
 	size_t len;
+	bool recovered;		/* replayed from a crashed guest's memory (postmortem.h) */
 } HaStoreChunk;
 
 bool ha_store_put_chunk(HaStore *s, int64_t boot, const HaStoreChunk *ch,

@@ -2,6 +2,8 @@
 /* store-postmortem.c - a crashed boot's recovered rows (see store-postmortem.h). */
 #include "store-postmortem.h"
 
+#include "proto.h"
+
 #include <gio/gio.h>
 #include <inttypes.h>
 #include <string.h>
@@ -92,7 +94,10 @@ static bool save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg *kms
 		goto fail;
 	st = ha_store_stmt(s, "INSERT OR REPLACE INTO postmortems(boot, time, source, status,"
 			   " message, dump_bytes, dump_ms, recover_ms, osrelease, kernel_offset,"
-			   " kmsg_records, kmsg_skipped) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", error);
+			   " kmsg_records, kmsg_skipped, stream, seam_seq, arena_frames,"
+			   " ring_pages, ring_events, map_records, frames_stored, frames_dup,"
+			   " events_stored)"
+			   " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", error);
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
@@ -107,6 +112,15 @@ static bool save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg *kms
 	bind_opt(st, 10, row->kernel_offset);
 	sqlite3_bind_int64(st, 11, kmsg ? (int64_t)kmsg->records->len : 0);
 	sqlite3_bind_int64(st, 12, kmsg ? (int64_t)MIN(kmsg->skipped, (uint64_t)INT64_MAX) : 0);
+	bind_opt(st, 13, row->stream);
+	bind_opt(st, 14, row->seam_seq);
+	sqlite3_bind_int64(st, 15, (int64_t)MIN(row->arena_frames, (uint64_t)INT64_MAX));
+	sqlite3_bind_int64(st, 16, (int64_t)MIN(row->ring_pages, (uint64_t)INT64_MAX));
+	sqlite3_bind_int64(st, 17, (int64_t)MIN(row->ring_events, (uint64_t)INT64_MAX));
+	sqlite3_bind_int64(st, 18, (int64_t)MIN(row->map_records, (uint64_t)INT64_MAX));
+	sqlite3_bind_int64(st, 19, (int64_t)MIN(row->frames_stored, (uint64_t)INT64_MAX));
+	sqlite3_bind_int64(st, 20, (int64_t)MIN(row->frames_dup, (uint64_t)INT64_MAX));
+	sqlite3_bind_int64(st, 21, (int64_t)MIN(row->events_stored, (uint64_t)INT64_MAX));
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
@@ -150,4 +164,83 @@ bool ha_store_pm_save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg
 		return false;
 	}
 	return ha_store_exec(s, "RELEASE postmortem", error);
+}
+
+bool ha_store_pm_hello(HaStore *s, int64_t boot, GByteArray *out, uint64_t *ret_stream_id,
+		       GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT b.boot_uuid, t.stream_id, b.text_addr,"
+					 " b.nr_cpus, b.page_size, b.map_bits, b.max_depth,"
+					 " t.cur_epoch, b.flags, b.release, b.build_id,"
+					 " b.trace_clock FROM boots b JOIN streams t ON t.boot ="
+					 " b.id WHERE b.id = ? ORDER BY t.id DESC LIMIT 1", error);
+	struct smp_hello h = { 0 };
+	uint8_t payload[64 + 3 * 255];
+	long n;
+	bool ok = false;
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) != SQLITE_ROW ||
+	    sqlite3_column_bytes(st, 0) != 16) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+			    "boot %" PRId64 " has no stream to replay into", boot);
+		goto out;
+	}
+	memcpy(h.boot_id, sqlite3_column_blob(st, 0), 16);
+	h.stream_id = (uint64_t)sqlite3_column_int64(st, 1);
+	h.text_addr = (uint64_t)sqlite3_column_int64(st, 2);
+	h.nr_cpus = (uint32_t)sqlite3_column_int64(st, 3);
+	h.page_size = (uint32_t)sqlite3_column_int64(st, 4);
+	h.map_bits = (uint32_t)sqlite3_column_int64(st, 5);
+	h.max_depth = (uint32_t)sqlite3_column_int64(st, 6);
+	h.map_epoch = sqlite3_column_int64(st, 7) > 0 ? (uint64_t)sqlite3_column_int64(st, 7)
+						      : 0;
+	h.flags = (uint32_t)sqlite3_column_int64(st, 8);
+	h.release = (const char *)sqlite3_column_text(st, 9);
+	h.release_len = (uint8_t)MIN(sqlite3_column_bytes(st, 9), 255);
+	h.build_id = sqlite3_column_blob(st, 10);
+	h.build_id_len = (uint8_t)MIN(sqlite3_column_bytes(st, 10), 255);
+	h.trace_clock = (const char *)sqlite3_column_text(st, 11);
+	h.clock_len = (uint8_t)MIN(sqlite3_column_bytes(st, 11), 255);
+	n = smp_hello_encode(&h, payload, sizeof(payload));
+	if (n < 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "boot %" PRId64 "'s stored HELLO does not encode: %s", boot,
+			    smp_strerror((int)n));
+		goto out;
+	}
+	{
+		guint at = out->len;
+
+		g_byte_array_set_size(out, at + SMP_HDR_SIZE + (guint)n);
+		smp_frame_encode(out->data + at, SMP_HDR_SIZE + (size_t)n, SMP_HELLO, 0, 0,
+				 payload, (size_t)n);
+	}
+	*ret_stream_id = h.stream_id;
+	ok = true;
+out:
+	sqlite3_reset(st);
+	return ok;
+}
+
+bool ha_store_pm_next_seq(HaStore *s, int64_t boot, uint64_t stream_id, uint64_t *ret_seq,
+			  int64_t *ret_stream, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT id, next_seq FROM streams WHERE boot = ?"
+					 " AND stream_id = ?", error);
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, (int64_t)stream_id);
+	*ret_seq = 1;
+	*ret_stream = -1;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*ret_stream = sqlite3_column_int64(st, 0);
+		*ret_seq = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	return true;
 }

@@ -29,6 +29,16 @@ typedef struct {
 	int64_t dump_ms, recover_ms;	/* -1: unknown */
 	const char *osrelease;	/* VMCOREINFO's, or NULL */
 	int64_t kernel_offset;	/* KASLR slide, or -1 */
+	/* the replay of what was not streamed (postmortem.h) */
+	int64_t stream;		/* streams.id replayed into, or -1: none */
+	int64_t seam_seq;	/* the stream's next seq before it, or -1 */
+	uint64_t arena_frames;	/* frames found in the agent's window */
+	uint64_t ring_pages;	/* ring-buffer pages no reader had consumed */
+	uint64_t ring_events;	/* their events */
+	uint64_t map_records;	/* map records the reader had not read, and the live map */
+	uint64_t frames_stored;	/* replayed frames the store did not have */
+	uint64_t frames_dup;	/* replayed frames it had */
+	uint64_t events_stored;	/* ring-buffer events those stored frames hold */
 } HaPmRow;
 
 /*
@@ -47,5 +57,17 @@ bool ha_store_pm_same_kernel(HaStore *s, int64_t boot, const char *osrelease,
  * recovery of it. */
 bool ha_store_pm_save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg *kmsg,
 		      GError **error);
+
+/*
+ * The HELLO (a whole frame, seq 0) of @boot's newest stream, as the store holds it,
+ * for a replay when the guest agent's own copy is not in the dump; with that stream's
+ * id and next seq. False with @error when the boot has no stream.
+ */
+bool ha_store_pm_hello(HaStore *s, int64_t boot, GByteArray *out, uint64_t *ret_stream_id,
+		       GError **error);
+
+/* The next seq @boot's stream @stream_id expects (1 when it has none), and its row. */
+bool ha_store_pm_next_seq(HaStore *s, int64_t boot, uint64_t stream_id, uint64_t *ret_seq,
+			  int64_t *ret_stream, GError **error);
 
 #endif /* HA_STORE_POSTMORTEM_H */

@@ -185,6 +185,19 @@ static const char *const migrations[] = {
 	" UPDATE boot_rows SET counts = counts + 1 WHERE boot = NEW.boot; END;"
 	"CREATE TRIGGER boot_rows_count_del AFTER DELETE ON stack_counts BEGIN"
 	" UPDATE boot_rows SET counts = counts - 1 WHERE boot = OLD.boot; END;",
+	/* 6 -> 7: events recovered from a crashed guest's memory (postmortem.h): their
+	 * chunks are marked and never merged with streamed ones (compact.h); the
+	 * postmortems row counts what each part of the recovery gave */
+	"ALTER TABLE chunks ADD COLUMN recovered INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE postmortems ADD COLUMN stream INTEGER;"
+	"ALTER TABLE postmortems ADD COLUMN seam_seq INTEGER;"
+	"ALTER TABLE postmortems ADD COLUMN arena_frames INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE postmortems ADD COLUMN ring_pages INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE postmortems ADD COLUMN ring_events INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE postmortems ADD COLUMN map_records INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE postmortems ADD COLUMN frames_stored INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE postmortems ADD COLUMN frames_dup INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE postmortems ADD COLUMN events_stored INTEGER NOT NULL DEFAULT 0;",
 };
 
 bool ha_store_name_ok(const char *name)

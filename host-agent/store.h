@@ -16,7 +16,8 @@
  *   stacks       (boot, epoch, stack_id) -> depth, ips (little-endian u64s)
  *   fullstacks   inline stacks from ftrace/kernel_stack events, deduplicated per boot
  *   chunks       raw PAGE payloads of one CPU, zstd-compressed, with first/last seq,
- *                trace-clock range, page, ring-event and traced-event counts
+ *                trace-clock range, page, ring-event and traced-event counts, and
+ *                whether they were recovered from a crashed guest's memory
  *   stack_counts per boot and stack key (hist.h): traced events and their time range
  *   texts        FORMAT texts per boot (by name, the latest wins), KSYMS and
  *                MODULES snapshots per stream and generation
@@ -35,7 +36,8 @@
  *                rows themselves, so that a HELLO reads the boot's row limits
  *                (ingest.h) without counting them
  *   postmortems  per crashed boot, the recovery from its memory (store-postmortem.h):
- *                when, from what, status and why, dump size and times, counts
+ *                when, from what, status and why, dump size and times, counts, and
+ *                the seam: the stream and the first seq the recovery replayed
  *   kmsg         the kernel log records recovered (or, later, streamed: recovered
  *                = 0) per boot: printk seq, time, caller, text
  *
@@ -52,7 +54,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define HA_STORE_SCHEMA 6
+#define HA_STORE_SCHEMA 7
 
 typedef struct _HaStore HaStore;
 
