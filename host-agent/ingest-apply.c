@@ -333,7 +333,10 @@ static bool on_bye(HaConn *c, const struct smp_frame *f, GError **error)
 	}
 	/* Nothing more comes from this boot's ring buffers through this stream. */
 	ha_pair_flush(c->pair);
-	if (!ha_store_boot_clean(c->store, c->boot, g_get_real_time(), error))
+	/* a BYE found in a crashed guest's window never reached the host: the boot
+	 * crashed after it (pm-arena.h) */
+	if (!c->recovered &&
+	    !ha_store_boot_clean(c->store, c->boot, g_get_real_time(), error))
 		return false;
 	c->bye = true;
 	g_message("%s: boot %s stream %016" PRIx64 ": BYE (%s) at seq %" PRIu64, c->domain,

@@ -148,6 +148,15 @@ struct _HaConn {
 	unsigned int hellos;
 	bool bye;
 	bool failed;		/* a batch was rolled back: no more commits or ACKs */
+	/* post-mortem (ingest-arena.h, pm-arena.h) */
+	bool recovered;		/* replays frames read from a dump (ha_conn_set_recovered()) */
+	bool retired;		/* a post-mortem took over: input ignored, nothing recorded */
+	bool arena_live;	/* in the registry of live connections */
+	uint64_t *arena_addrs;	/* the ARENA list being assembled, arena_have so far */
+	uint64_t arena_list_id;
+	uint32_t arena_page_size;
+	uint32_t arena_nr_pages;
+	uint32_t arena_have;
 	bool warned_unparsed;
 	/* clock probes: offered in HELLO, the marker events' format, the time of the
 	 * read that completed the frame being decoded */
@@ -222,6 +231,16 @@ void ingest_malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...
 
 /* A store failure seen in a callback fails the frame being applied (and its batch). */
 bool ingest_take_store_error(HaConn *c, GError **error);
+
+/* ---- ingest-arena.c ------------------------------------------------------------ */
+
+/* An ARENA frame (unsequenced): one slice of a list, published once whole. False
+ * never (a bad one is counted malformed); bool for on_frame()'s sake. */
+bool ingest_on_arena(HaConn *c, const struct smp_frame *f);
+/* Forget the list being assembled (the session ends). */
+void ingest_arena_drop(HaConn *c);
+/* The connection's session is open (@live) or ended: the live registry. */
+void ingest_arena_live(HaConn *c, bool live);
 
 /* ---- ingest-apply.c ------------------------------------------------------------ */
 

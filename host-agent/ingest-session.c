@@ -5,6 +5,7 @@
  * and the ACK that follows it, BYE and close. What a frame does is ingest-apply.c's,
  * what a batch holds ingest-batch.c's.
  */
+#include "ingest-arena.h"
 #include "ingest-int.h"
 
 #include <errno.h>
@@ -56,10 +57,19 @@ HaConn *ha_conn_new(HaStore *store, const HaLimits *limits, const char *domain,
 	return c;
 }
 
+void ha_conn_set_recovered(HaConn *c, bool recovered)
+{
+	c->recovered = recovered;
+	/* its chunks stay apart from streamed ones: one row, one origin */
+	c->compact_off = recovered;
+}
+
 void ha_conn_free(HaConn *c)
 {
 	if (!c)
 		return;
+	ingest_arena_live(c, false);
+	ingest_arena_drop(c);
 	ingest_commit_wait(c, NULL);
 	ha_store_rollback(c->store);
 	ingest_batches_free(c);
@@ -311,6 +321,12 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 	if (!ha_store_begin(c->store, error) ||
 	    !ha_store_boot_find(c->store, h->boot_id, &found, &was, error))
 		return false;
+	if (!found && c->recovered) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+			    "recovered HELLO of boot %s: the store has no such boot",
+			    c->boot_str);
+		return false;
+	}
 	if (found) {
 		g_autofree char *changed = geometry_change(&was, h);
 
@@ -323,7 +339,8 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 				    " geometry (%s): refused", c->boot_str, h->stream_id, changed);
 			return false;
 		}
-		if (!ha_store_boot_resume(c->store, c->boot, now, error))
+		/* a replay of a dump leaves the boot crashed */
+		if (!c->recovered && !ha_store_boot_resume(c->store, c->boot, now, error))
 			return false;
 	} else {
 		uint64_t boots;
@@ -342,7 +359,7 @@ static bool open_stream(HaConn *c, const struct smp_hello *h, GError **error)
 	}
 	/* Any other boot still open, or left disconnected, ended without a BYE and the
 	 * domain has booted again since: it crashed (or was reset). */
-	if (!ha_store_boots_crash_others(c->store, c->boot, error) ||
+	if ((!c->recovered && !ha_store_boots_crash_others(c->store, c->boot, error)) ||
 	    !ha_store_boot_rows(c->store, c->boot, &c->rows, error) ||
 	    !ha_store_stream_find(c->store, c->boot, h->stream_id, &found, &c->stream,
 				  &c->expected, &epoch, error))
@@ -411,9 +428,11 @@ static bool end_session(HaConn *c, GError **error)
 	if (!ha_conn_flush(c, error))
 		return false;
 	ingest_compact_finish(c);
-	if (!c->bye)
+	if (!c->bye && !c->recovered)
 		mark_disconnected(c);
 	log_clock(c);
+	ingest_arena_live(c, false);
+	ingest_arena_drop(c);
 	g_clear_pointer(&c->tep, ha_tep_free);
 	g_clear_pointer(&c->pair, ha_pair_free);
 	ingest_batches_drop(c);
@@ -488,6 +507,7 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 	if (!open_stream(c, &h, error))
 		return false;
 	c->hello = true;
+	ingest_arena_live(c, true);
 	g_message("%s: %s: boot %s (%.*s) stream %016" PRIx64 ", resuming at seq %" PRIu64,
 		  c->domain, c->peer, c->boot_str, (int)h.release_len, h.release,
 		  c->stream_id, c->expected);
@@ -528,6 +548,12 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 	}
 	if (f->type == SMP_TIME_REPLY && f->seq == 0)
 		return on_time_reply(c, f);
+	if (f->type == SMP_ARENA) {
+		if (f->seq == 0)
+			return ingest_on_arena(c, f);
+		ingest_malformed(c, f, "ARENA with a seq (it is unsequenced)");
+		return true;
+	}
 	if (f->type == SMP_WELCOME || f->type == SMP_ACK || f->type == SMP_TIME ||
 	    f->seq == 0) {
 		if (f->type >= 128 && f->seq == 0 && !smp_type_name(f->type))
@@ -687,6 +713,11 @@ static void hold(HaConn *c, const struct smp_frame *f)
 
 bool ha_conn_process(HaConn *c, GError **error)
 {
+	if (c->retired) {
+		/* a post-mortem replays the rest from the dump (ingest-arena.h) */
+		smp_decoder_reset(c->dec);
+		return true;
+	}
 	while (!c->paused) {
 		struct smp_frame f;
 		size_t skipped = 0;
@@ -749,8 +780,15 @@ void ha_conn_close(HaConn *c)
 {
 	g_autoptr(GError) e = NULL;
 
+	ingest_arena_live(c, false);
+	ingest_arena_drop(c);
 	if (!c->hello)
 		return;
+	if (c->retired) {
+		/* flushed when retired; the boot's end is the post-mortem's to record */
+		log_clock(c);
+		return;
+	}
 	if (!c->failed && !ha_conn_flush(c, &e)) {
 		g_warning("%s: boot %s: last batch not stored: %s", c->domain, c->boot_str,
 			  e->message);
@@ -760,7 +798,7 @@ void ha_conn_close(HaConn *c)
 	if (!c->failed)
 		ingest_compact_finish(c);
 	log_clock(c);
-	if (c->bye && !c->failed)
+	if ((c->bye && !c->failed) || c->recovered)
 		return;
 	mark_disconnected(c);
 }

@@ -211,6 +211,16 @@ void ha_conn_output_done(HaConn *c, size_t n);
  * stream ended. */
 void ha_conn_close(HaConn *c);
 
+/*
+ * A connection that replays frames read from a dump of the crashed guest (pm-arena.h)
+ * rather than a live guest: call before the first input. Its HELLO must be of a boot
+ * the store holds (it never adds a boot), and it leaves how the boot ended as it was:
+ * no resume, no crash of other boots, no BYE's clean end, no 'disconnected' at its
+ * close. The chunks it stores are marked recovered (ingest-batch.c) and not merged
+ * with streamed ones. Its output (WELCOME, ACK) is for no one: the caller drops it.
+ */
+void ha_conn_set_recovered(HaConn *c, bool recovered);
+
 /* Counters for tests and logs. */
 typedef struct {
 	uint64_t frames;
@@ -224,6 +234,8 @@ typedef struct {
 	uint64_t texts_refused;	/* KSYMS/MODULES/CMDLINES beyond the boot's budget */
 	uint64_t rows_refused;	/* EPOCH/STACKS frames beyond the boot's row limits,
 				 * and full stacks and stack count rows not stored */
+	uint64_t arena_lists;	/* ARENA lists received whole (ingest-arena.h) */
+	uint64_t recovered_chunks; /* chunks a recovering connection stored */
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
 /* The clock probes of this connection (clocksync.h). */
