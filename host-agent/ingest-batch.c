@@ -419,11 +419,11 @@ void ingest_batch_on_paired(const HaPaired *p, void *user)
 }
 
 /*
- * HOOK(recovered): chunk @chunk was just stored by a connection that replays frames
- * read from a dump of the crashed guest (ha_conn_set_recovered(), pm-arena.h), in the
- * batch's open transaction. This is where the store marks it recovered, once its
- * chunks table has the column (store.c's schema step 7): one typed store call here,
- * failing the batch like any store failure. Until then it is counted.
+ * HOOK(recovered): chunk @chunk was just stored, marked recovered (HaStoreChunk,
+ * schema 7), by a connection that replays frames read from a dump of the crashed guest
+ * (ha_conn_set_recovered(), pm-arena.h), in the batch's open transaction. Counted;
+ * anything more a recovered chunk needs goes here, failing the batch like any store
+ * failure.
  */
 static bool ingest_chunk_recovered(HaConn *c, int64_t chunk, GError **error)
 {
@@ -480,6 +480,7 @@ static bool write_cpu(HaConn *c, IngestBatch *batch, uint32_t cpu, CpuBatch *b,
 		m->ts_min = MIN(m->ts_min, e->ts_min);
 		m->ts_max = MAX(m->ts_max, e->ts_max);
 	}
+	ch.recovered = c->recovered;
 	if (!ha_store_put_chunk(c->store, c->boot, &ch, &id, error) ||
 	    (c->recovered && !ingest_chunk_recovered(c, id, error)))
 		return false;
