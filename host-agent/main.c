@@ -27,6 +27,7 @@
 #include "export-tracedat.h"
 #ifdef HA_HAVE_LIBVIRT
 #include "fleet.h"
+#include "pm-libvirt.h"
 #endif
 #include "postmortem.h"
 #include "qmp.h"
@@ -218,6 +219,10 @@ static int run_daemon(HaConfig *cfg, const HaWatch *w)
 		return 2;
 #endif
 	}
+#ifdef HA_HAVE_LIBVIRT
+	if (w->domain || w->all)
+		ha_lv_pm_configure(&w->pm);	/* every libvirt source's post-mortem */
+#endif
 	if (w->all)
 		return serve_fleet(cfg, w);
 	if (w->dir)
@@ -533,15 +538,16 @@ static const GOptionEntry daemon_entries[] = {
 	E_FILE("qmp", watch.qmp, "QEMU's QMP socket (-qmp unix:PATH,server=on): mark boots"
 	       " crashed on GUEST_PANICKED", "PATH"),
 	{ "dump-keep", 0, 0, G_OPTION_ARG_NONE, &opt.dump_keep,
-	  "--qmp: keep the crashed guest's memory dump (STATE-DIR/NAME.core) after reading"
+	  "--qmp, --domain: keep the crashed guest's memory dump (STATE-DIR/NAME.core) after reading"
 	  " its kernel log (default: deleted)", NULL },
 	{ "dump-max-mb", 0, 0, G_OPTION_ARG_INT64, &opt.dump_max_mb,
-	  "--qmp: dump a crashed guest of at most this much RAM (default 4096)", "MB" },
+	  "--qmp, --domain: dump a crashed guest of at most this much RAM (default 4096)", "MB" },
 	{ "keep-paused", 0, 0, G_OPTION_ARG_NONE, &opt.keep_paused,
-	  "--qmp: leave a crashed, paused guest paused after the dump (default: quit QEMU)",
+	  "--qmp: leave a crashed, paused guest paused after the dump (default: quit QEMU;"
+	  " a libvirt domain stays as its on_crash says)",
 	  NULL },
 	{ "no-postmortem", 0, 0, G_OPTION_ARG_NONE, &opt.no_postmortem,
-	  "--qmp: never dump a crashed guest's memory (a paused one stays paused)", NULL },
+	  "--qmp, --domain: never dump a crashed guest's memory (a paused one stays paused)", NULL },
 	E_STR("clickhouse", watch.clickhouse, "The fleet store: replicate every store into"
 	      " ClickHouse at URL", "URL"),
 	E_STR("host", watch.host, "This host's name in the fleet store (default: the host"

@@ -15,7 +15,9 @@
  *                      while it is not there yet (and at once on DEVICE_ADDED, when
  *                      `host-agent attach` hot-plugs it)
  *   CRASHED            drain and commit what the stream holds, then mark the boot
- *                      crashed at the event's time (crash.h)
+ *                      crashed at the event's time (crash.h), then the post-mortem
+ *                      (pm-libvirt.h: a memory dump of a preserved guest, in a worker
+ *                      thread, its kernel log into the crashed boot)
  *   STOPPED (CRASHED)  the same, then close the channel
  *   STOPPED (other)    close the channel: the stream records 'disconnected' unless
  *                      the guest said BYE ('clean')
@@ -37,6 +39,7 @@
 #include "libvirt-conn.h"
 #include "libvirt-err.h"
 #include "link-libvirt.h"
+#include "pm-libvirt.h"
 
 #define CHANNEL_NAME	"org.stackmap.0"
 
@@ -53,6 +56,7 @@ struct _HaLvSource {
 	HaBackoff open_retry;
 	bool warned_open;
 	int64_t alive_since;	/* real time the domain was last seen starting/running */
+	HaLvPm *pm;		/* the post-mortem, NULL when off (pm-libvirt.h) */
 };
 
 static void schedule_open(HaLvSource *s);
@@ -192,6 +196,7 @@ static int on_lifecycle(virConnectPtr c, virDomainPtr dom, int event, int detail
 	case VIR_DOMAIN_EVENT_CRASHED:
 		crashed(s, detail == VIR_DOMAIN_EVENT_CRASHED_PANICKED ?
 			"libvirt: domain crashed (guest panic)" : "libvirt: domain crashed");
+		ha_lv_pm_crashed(s->pm, dom, s->alive_since);	/* after the mark */
 		break;
 	case VIR_DOMAIN_EVENT_STOPPED:
 		if (detail == VIR_DOMAIN_EVENT_STOPPED_CRASHED)
@@ -269,6 +274,7 @@ HaLvSource *ha_lv_source_new(const char *uri, const char *domain, HaStore *store
 					.closing = on_lv_closing,
 				}, s);
 	ha_backoff_init(&s->open_retry, on_open_retry, s);
+	s->pm = ha_lv_pm_new(store, label);
 	return s;
 }
 
@@ -286,6 +292,7 @@ void ha_lv_source_free(HaLvSource *s)
 	s->stopping = true;
 	drain(s);
 	channel_close(s, "host-agent stopping");
+	ha_lv_pm_free(s->pm);
 	ha_lv_conn_free(s->lv);
 	ha_backoff_cancel(&s->open_retry);
 	g_free(s->name);

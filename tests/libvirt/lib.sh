@@ -121,7 +121,9 @@ lv_guest() {
 }
 
 # lv_define NAME MODE [channel] [nocontroller]: define (not start) a domain.
-# LV_CONTROLLER replaces its virtio-serial controller, LV_DEVICES is added to <devices>.
+# LV_CONTROLLER replaces its virtio-serial controller, LV_DEVICES is added to <devices>,
+# LV_ON_CRASH replaces <on_crash> (default preserve). VMCOREINFO is on: the guest's
+# fw_cfg driver hands it to QEMU, and a memory dump carries it (the post-mortem).
 lv_define() {
 	local name=$1 mode=$2 channel=
 	local controller=${LV_CONTROLLER:-"<controller type='virtio-serial' index='0'/>"}
@@ -143,10 +145,10 @@ lv_define() {
     <initrd>$W/initrd.cpio.gz</initrd>
     <cmdline>console=ttyS0 pci=noacpi trace_clock=global stackmap.scenario=lv stackmap.lv=$mode stackmap.lv_seconds=6 trace_event=kmem:kmalloc,kmem:kmem_cache_alloc trace_options=stackmap,stacktrace trace_buf_size=2M</cmdline>
   </os>
-  <features><acpi/></features>   <!-- the guest finds the ISA pvpanic through ACPI -->
+  <features><acpi/><vmcoreinfo state='on'/></features>   <!-- acpi: the guest finds the ISA pvpanic through it -->
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>destroy</on_reboot>
-  <on_crash>preserve</on_crash>
+  <on_crash>${LV_ON_CRASH:-preserve}</on_crash>
   <devices>
     <emulator>$(command -v qemu-system-x86_64)</emulator>
     $controller

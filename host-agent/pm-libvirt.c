@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pm-libvirt.c - the post-mortem of a crashed libvirt domain (see pm-libvirt.h).
+ *
+ * What libvirt 9.0's QEMU driver does on a guest panic (processGuestPanicEvent(),
+ * checked on Debian 12 with the libvirt test suite's domains): it takes an async job
+ * (DUMP) on the domain, sets it crashed, queues the CRASHED event, and then, in the
+ * same job, per on_crash:
+ *   preserve          nothing: QEMU keeps the guest stopped (libvirt starts it with
+ *                     -no-shutdown), memory and all, until someone destroys it
+ *   destroy           kills QEMU (STOPPED, detail CRASHED)
+ *   restart           resets the guest (a fake reboot)
+ *   coredump-destroy  dumps into its auto_dump_path (qemu.conf, by default
+ *   coredump-restart  /var/lib/libvirt/qemu/dump, a file named from the domain's id,
+ *                     name and the time), then destroy or restart as above
+ * The CRASHED event reaches us while that job may still run; a dump of ours waits for
+ * the job (virDomainCoreDumpWithFormat takes one too), so with coredump-* or destroy
+ * it comes after the guest is gone and fails. Only `preserve` leaves memory to read.
+ *
+ * The dump is libvirtd's (it opens the file and hands QEMU the descriptor), so the
+ * core path must be absolute and the state directory on libvirtd's host: a remote
+ * URI (qemu+ssh://) writes the core on the remote host, where we cannot read it (the
+ * recovery then fails with the open error, stored in the postmortems row).
+ */
+#include "pm-libvirt.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <inttypes.h>
+#include <libvirt/virterror.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "libvirt-err.h"
+#include "store-postmortem.h"
+
+#define PM_SOURCE	"libvirt virDomainCoreDumpWithFormat"
+
+static HaPmOpts pm_opts;	/* ha_lv_pm_configure(); pm_opts.enabled false: none */
+static char *pm_dir;		/* pm_opts.dump_dir, owned, absolute */
+
+void ha_lv_pm_configure(const HaPmOpts *o)
+{
+	pm_opts = *o;
+	g_free(pm_dir);
+	/* libvirtd opens the path, from its own working directory */
+	pm_dir = g_canonicalize_filename(o->dump_dir ? o->dump_dir : ".", NULL);
+	pm_opts.dump_dir = pm_dir;
+}
+
+struct _HaLvPm {
+	HaStore *store;		/* borrowed */
+	char *label;
+	char *core;		/* STATE-DIR/label.core, absolute */
+	HaPmOpts o;
+	bool busy;		/* a dump's GTask is in flight */
+	bool closing;		/* freed while busy: the task's callback frees it */
+	int64_t since_us;	/* the crashed boot's marking is at or after this */
+	int64_t crash_us;	/* monotonic time of CRASHED */
+};
+
+/* The worker's input (its own domain reference and copies) and what it found: the
+ * GTask's data, read by the callback once the task returned. */
+typedef struct {
+	virDomainPtr dom;
+	char *core;
+	char *dir;
+	uint64_t max_bytes;
+
+	char *action;		/* on_crash, as the live XML says */
+	uint64_t ram;		/* the domain's memory, bytes */
+	int64_t dump_ms;
+	bool no_memory;		/* nothing to dump: the error is a log line, no row */
+} DumpJob;
+
+static void dump_job_free(DumpJob *j)
+{
+	virDomainFree(j->dom);
+	g_free(j->core);
+	g_free(j->dir);
+	g_free(j->action);
+	g_free(j);
+}
+
+/* <on_crash>ACTION</on_crash> of @xml (libvirtd's own output, one element), or
+ * "destroy", libvirt's default when the element is absent. */
+static char *on_crash_of(const char *xml)
+{
+	const char *p = strstr(xml, "<on_crash>"), *end;
+
+	if (!p)
+		return g_strdup("destroy");
+	p += strlen("<on_crash>");
+	end = strstr(p, "</on_crash>");
+	if (!end || end - p > 64)
+		return g_strdup("?");
+	return g_strstrip(g_strndup(p, (gsize)(end - p)));
+}
+
+/* In the worker: libvirt's last error as @error, prefixed with @what. */
+static void set_lv_error(GError **error, const char *what)
+{
+	g_autofree char *why = ha_lv_error();
+
+	g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", what, why);
+}
+
+/* The blocking part, in a worker thread: on_crash, the guards, the dump. */
+static bool dump_in_thread(DumpJob *j, GError **error)
+{
+	g_autofree char *xml = virDomainGetXMLDesc(j->dom, 0);
+	virDomainInfo info;
+	struct statvfs vfs;
+	int64_t t0;
+
+	if (!xml) {
+		set_lv_error(error, "virDomainGetXMLDesc");
+		return false;
+	}
+	j->action = on_crash_of(xml);
+	if (strcmp(j->action, "preserve") != 0 || virDomainIsActive(j->dom) != 1) {
+		/* libvirt has already destroyed or reset the guest, or will as soon as
+		 * its own dump (coredump-*) is written: see the top of this file. */
+		j->no_memory = true;
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+			    "on_crash is %s: libvirt %s the guest, no memory to read"
+			    " (<on_crash>preserve</on_crash> keeps it)", j->action,
+			    strcmp(j->action, "preserve") == 0 ? "no longer runs" :
+			    g_str_has_suffix(j->action, "restart") ? "resets" : "destroys");
+		return false;
+	}
+	if (virDomainGetInfo(j->dom, &info) < 0) {
+		set_lv_error(error, "virDomainGetInfo");
+		return false;
+	}
+	j->ram = (uint64_t)info.maxMem << 10;	/* KiB: what dump-guest-memory writes */
+	if (j->ram == 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+			    "libvirt did not say the domain's memory size");
+		return false;
+	}
+	if (j->ram > j->max_bytes) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+			    "guest RAM %" PRIu64 " MiB is over --dump-max-mb %" PRIu64
+			    ": not dumped", j->ram >> 20, j->max_bytes >> 20);
+		return false;
+	}
+	/* the core is the RAM plus headers and notes: keep 64 MiB beyond it free */
+	if (statvfs(j->dir, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < j->ram + (64ull << 20)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
+			    "%s has %" PRIu64 " MiB free, the dump needs %" PRIu64
+			    " MiB: not dumped", j->dir,
+			    ((uint64_t)vfs.f_bavail * vfs.f_frsize) >> 20, (j->ram >> 20) + 64);
+		return false;
+	}
+	g_message("post-mortem: dumping %" PRIu64 " MiB of guest memory into %s",
+		  j->ram >> 20, j->core);
+	t0 = g_get_monotonic_time();
+	if (virDomainCoreDumpWithFormat(j->dom, j->core, VIR_DOMAIN_CORE_DUMP_FORMAT_RAW,
+					VIR_DUMP_MEMORY_ONLY) < 0) {
+		set_lv_error(error, "virDomainCoreDumpWithFormat");
+		unlink(j->core);	/* a partial core, if any */
+		return false;
+	}
+	j->dump_ms = (g_get_monotonic_time() - t0) / 1000;
+	return true;
+}
+
+static void dump_thread(GTask *task, gpointer source, gpointer data, GCancellable *c)
+{
+	GError *e = NULL;
+
+	if (dump_in_thread(data, &e))
+		g_task_return_boolean(task, TRUE);
+	else
+		g_task_return_error(task, e);
+}
+
+static void pm_destroy(HaLvPm *pm)
+{
+	g_free(pm->label);
+	g_free(pm->core);
+	g_free(pm);
+}
+
+/* A post-mortem that could not read memory: a postmortems row saying why. */
+static void pm_fail(HaLvPm *pm, const char *why)
+{
+	g_autoptr(GError) e = NULL;
+	int64_t boot = ha_store_pm_crashed_boot(pm->store, pm->since_us, &e);
+	HaPmRow row = {
+		.time_us = g_get_real_time(), .source = PM_SOURCE, .status = "failed",
+		.message = why, .dump_ms = -1, .recover_ms = -1, .kernel_offset = -1,
+	};
+
+	g_warning("%s: post-mortem: %s", pm->label, why);
+	if (boot < 0)
+		g_warning("%s: post-mortem: %s", pm->label, e->message);
+	else if (boot == 0)
+		g_warning("%s: post-mortem: no crashed boot to record it in", pm->label);
+	else if (!ha_store_pm_save(pm->store, boot, &row, NULL, &e))
+		g_warning("%s: post-mortem: %s", pm->label, e->message);
+}
+
+/* Back on the main loop: read the core into the crashed boot. */
+static void on_dumped(GObject *unused, GAsyncResult *res, gpointer user)
+{
+	HaLvPm *pm = user;
+	GTask *task = G_TASK(res);
+	DumpJob *j = g_task_get_task_data(task);
+	g_autoptr(GError) e = NULL;
+	bool dumped = g_task_propagate_boolean(task, &e);
+	int64_t boot;
+
+	pm->busy = false;
+	if (pm->closing) {
+		unlink(pm->core);	/* created after ha_lv_pm_free() unlinked it */
+		pm_destroy(pm);
+		return;
+	}
+	if (!dumped && j->no_memory) {
+		g_message("%s: post-mortem: %s", pm->label, e->message);
+		return;
+	}
+	if (!dumped) {
+		pm_fail(pm, e->message);
+	} else {
+		boot = ha_store_pm_crashed_boot(pm->store, pm->since_us, &e);
+		if (boot <= 0)
+			g_warning("%s: post-mortem: no crashed boot to join the dump to%s%s",
+				  pm->label, e ? ": " : "", e ? e->message : "");
+		else if (!ha_postmortem_recover(pm->store, boot, pm->core, j->dump_ms, &e))
+			g_warning("%s: post-mortem of boot %" PRId64 ": %s", pm->label, boot,
+				  e->message);
+		else
+			g_message("%s: post-mortem of boot %" PRId64 " ready %.3f s after"
+				  " CRASHED (dump %.3f s, %" PRIu64 " MiB)", pm->label, boot,
+				  (double)(g_get_monotonic_time() - pm->crash_us) / 1e6,
+				  (double)j->dump_ms / 1e3, j->ram >> 20);
+		if (!pm->o.keep_dump)
+			unlink(pm->core);
+		else
+			g_message("%s: post-mortem: the dump stays in %s (--dump-keep)",
+				  pm->label, pm->core);
+	}
+	/* <on_crash>preserve</on_crash>: the user keeps the crashed guest (pm-libvirt.h) */
+	g_message("%s: post-mortem finished; the domain stays crashed (on_crash preserve:"
+		  " virsh destroy ends it)", pm->label);
+}
+
+HaLvPm *ha_lv_pm_new(HaStore *store, const char *label)
+{
+	HaLvPm *pm;
+
+	if (!pm_opts.enabled)
+		return NULL;
+	pm = g_new0(HaLvPm, 1);
+	pm->store = store;
+	pm->label = g_strdup(label);
+	pm->o = pm_opts;
+	pm->core = g_strdup_printf("%s/%s.core", pm_dir, label);
+	return pm;
+}
+
+void ha_lv_pm_crashed(HaLvPm *pm, virDomainPtr dom, int64_t alive_since_us)
+{
+	g_autoptr(GTask) task = NULL;
+	DumpJob *j;
+
+	if (!pm || pm->busy)
+		return;
+	if (virDomainRef(dom) < 0) {
+		g_autofree char *why = ha_lv_error();
+
+		g_warning("%s: post-mortem: %s", pm->label, why);
+		return;
+	}
+	j = g_new0(DumpJob, 1);
+	j->dom = dom;
+	j->core = g_strdup(pm->core);
+	j->dir = g_strdup(pm->o.dump_dir);
+	j->max_bytes = pm->o.max_bytes;
+	pm->busy = true;
+	pm->since_us = alive_since_us;
+	pm->crash_us = g_get_monotonic_time();
+	task = g_task_new(NULL, NULL, on_dumped, pm);
+	g_task_set_source_tag(task, ha_lv_pm_crashed);
+	g_task_set_task_data(task, j, (GDestroyNotify)dump_job_free);
+	g_task_run_in_thread(task, dump_thread);
+}
+
+void ha_lv_pm_free(HaLvPm *pm)
+{
+	if (!pm)
+		return;
+	if (pm->busy) {
+		/* libvirt cannot abort a memory-only dump: let it end in its thread */
+		unlink(pm->core);
+		pm->closing = true;
+		return;
+	}
+	pm_destroy(pm);
+}
