@@ -31,7 +31,7 @@ typedef struct {
 	GHashTable *where;	/* text (the pairer's per-event pointer) -> EvWhere */
 	HaReportEventFn fn;
 	void *user;
-	HaMarkerFormat marker;	/* the clock probes' marker events: not given */
+	const HaMarkerFormat *marker;	/* the clock probes' marker events: not given */
 	GArray *gaps;		/* this CPU's of ha_report_gaps(), or NULL */
 	guint gap_next;		/* the first of them not yet passed */
 } CpuWalk;
@@ -68,7 +68,8 @@ static void cpu_paired(const HaPaired *p, void *user)
 			     .epoch = e->st.kind == ST_MAP || e->st.kind == ST_UNRESOLVED ?
 				      e->st.epoch : -1,
 			     .tail = w->page >= c->tail,
-			     .waiting = e->st.why == HA_RP_WHY_PENDING };
+			     .waiting = e->st.why == HA_RP_WHY_PENDING,
+			     .recovered = e->recovered };
 	c->fn(&r, c->user);
 	g_array_set_size(c->x.evs, 0);
 	g_hash_table_remove(c->where, p->text);
@@ -83,7 +84,7 @@ static void cpu_event(const HaEvent *ev, void *user)
 	/* a clock probe's marker is the agent's, not a traced event: neither given nor
 	 * paired, as events skips it (it keeps its ordinal: the others' keys stay) */
 	if (ev->kind == HA_EV_OTHER &&
-	    ha_marker_event_id(&c->marker, ev->type, ev->data, ev->size, &probe)) {
+	    ha_marker_event_id(c->marker, ev->type, ev->data, ev->size, &probe)) {
 		c->idx++;
 		return;
 	}
@@ -115,13 +116,10 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(HaRpEv));
-	g_autoptr(GHashTable) pending = NULL;
 	g_autoptr(GHashTable) where = g_hash_table_new_full(g_direct_hash, g_direct_equal,
 							    NULL, g_free);
-	g_autoptr(HaSyms) syms = NULL;
-	g_autoptr(HaTep) tep = NULL;
+	g_auto(HaRpBoot) b = { 0 };
 	g_autoptr(HaPair) pair = NULL;
-	g_autoptr(GPtrArray) gaps = NULL;
 	CpuWalk c = { .cpu = cpu, .from = from, .to = to, .where = where, .fn = fn,
 		      .user = user };
 	bool own_txn = !ha_store_in_txn(s), ok = false;
@@ -157,19 +155,16 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	/* from the chunk that holds the page before @from: its events pair with ours */
 	while (start + 1 < ids->len && g_array_index(first, uint64_t, start + 1) < MAX(from, 1))
 		start++;
-	syms = ha_rp_load_syms(s, boot, NULL);
-	tep = ha_rp_load_tep(s, boot, syms);
-	pending = ha_rp_pending_events(s, boot);
-	ha_rp_load_marker(s, boot, &c.marker);
-	gaps = ha_report_gaps(s, boot, error);
-	if (!gaps)
+	if (!ha_rp_boot_load(s, boot, NULL, &b, error))
 		goto out;
-	c.gaps = cpu < gaps->len ? gaps->pdata[cpu] : NULL;
+	c.marker = &b.marker;
+	c.gaps = cpu < b.gaps->len ? b.gaps->pdata[cpu] : NULL;
 	pair = ha_pair_new(cpu_paired, &c);
-	c.tep = tep;
+	c.tep = b.tep;
 	c.pair = pair;
-	c.syms = syms;
-	c.x = (HaRpEvCtx){ .evs = evs, .store = s, .boot = boot, .pending = pending };
+	c.syms = b.syms;
+	c.x = (HaRpEvCtx){ .evs = evs, .store = s, .boot = boot, .pending = b.pending,
+			   .recovered_from = b.recovered_from };
 	/* up to the chunk that holds page @to, and on while an event of ours waits */
 	for (i = start; i < ids->len; i++) {
 		g_autoptr(GBytes) raw = NULL;
@@ -196,8 +191,8 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 		while (ha_chunk_next_page(raw, &off, &page, &len)) {
 			c.fed = false;
 			c.idx = 0;
-			if (ha_tep_walk_page(tep, page, len, cpu_event, &c, NULL) >= 0 &&
-			    !c.fed && ha_tep_missed(tep) != 0)
+			if (ha_tep_walk_page(b.tep, page, len, cpu_event, &c, NULL) >= 0 &&
+			    !c.fed && ha_tep_missed(b.tep) != 0)
 				ha_pair_lost(pair, cpu);
 			c.page++;
 		}

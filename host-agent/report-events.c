@@ -31,6 +31,9 @@ void ha_rp_on_paired(const HaPaired *p, void *user)
 {
 	HaRpEvCtx *x = user;
 	HaRpEv e = { .ts = p->ts, .cpu = p->cpu, .pid = p->pid, .text = g_strdup(p->text) };
+	const GArray *rf = x->recovered_from;
+
+	e.recovered = rf && p->cpu < rf->len && p->ts >= g_array_index(rf, guint64, p->cpu);
 
 	if (p->stack == HA_STACK_ID) {
 		ha_rp_resolve_map(x->store, x->boot, p->stack_id, p->ts, p->ts, &e.st);
@@ -159,6 +162,56 @@ void ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret)
 				    (size_t)sqlite3_column_bytes(st, 0), ret))
 		ret->type = -1;
 	sqlite3_reset(st);
+}
+
+GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, MIN(ts_min) FROM chunks WHERE boot = ?"
+					 " AND recovered = 1 AND ts_min IS NOT NULL AND cpu >= 0"
+					 " AND cpu < 4096 GROUP BY cpu", error);
+	g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(guint64));
+	int rc;
+
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, boot);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		guint cpu = (guint)sqlite3_column_int64(st, 0);
+		guint64 none = G_MAXUINT64;
+
+		while (a->len <= cpu)
+			g_array_append_val(a, none);
+		g_array_index(a, guint64, cpu) = (guint64)MAX(sqlite3_column_int64(st, 1), 0);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, "read the recovered chunks");
+		return NULL;
+	}
+	return g_steal_pointer(&a);
+}
+
+bool ha_rp_boot_load(HaStore *s, int64_t boot, HaDwarf *dw, HaRpBoot *ret, GError **error)
+{
+	*ret = (HaRpBoot){ .store = s, .boot = boot };
+	ret->syms = ha_rp_load_syms(s, boot, dw);
+	ret->tep = ha_rp_load_tep(s, boot, ret->syms);
+	ha_rp_load_marker(s, boot, &ret->marker);
+	ret->pending = ha_rp_pending_events(s, boot);
+	ret->gaps = ha_report_gaps(s, boot, error);
+	if (!ret->gaps)
+		return false;
+	ret->recovered_from = ha_rp_recovered_from(s, boot, error);
+	return ret->recovered_from != NULL;
+}
+
+void ha_rp_boot_clear(HaRpBoot *b)
+{
+	g_clear_pointer(&b->tep, ha_tep_free);
+	g_clear_pointer(&b->syms, ha_syms_free);
+	g_clear_pointer(&b->pending, g_hash_table_unref);
+	g_clear_pointer(&b->gaps, g_ptr_array_unref);
+	g_clear_pointer(&b->recovered_from, g_array_unref);
 }
 
 /* Host time as text: realtime and tai as a UTC date, the others in seconds. */
@@ -351,72 +404,21 @@ static void in_ring_order(GArray *pos)
 	}
 }
 
-bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
-		  GError **error)
+bool ha_rp_decode(HaRpBoot *b, const HaRpDecode *d, GArray *evs, GError **error)
 {
-	HaJsonArray arr;
-	g_autoptr(GArray) ids = ha_rp_select_boots(s, o->boot, error);
-	bool perf = !g_strcmp0(o->format, "perf-script");
-	bool as_folded = !g_strcmp0(o->format, "folded");
-	guint want = o->limit ? o->limit : perf || as_folded ? G_MAXUINT : HA_RP_EVENTS_DEFAULT;
-	int64_t boot;
-	g_autoptr(HaTep) tep = NULL;
-	g_autoptr(HaSyms) syms = NULL;
+	HaStore *s = b->store;
 	g_autoptr(GArray) pos = g_array_new(FALSE, FALSE, sizeof(ChunkPos));
 	g_autoptr(GArray) chunks = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	g_autoptr(GArray) older = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-	g_autoptr(GString) buf = g_string_new(NULL);
-	bool streaming = perf && !o->limit && o->stream;
-	g_autoptr(GPtrArray) gaps = NULL;
-	g_autofree guint *gap_next = NULL;
-	uint64_t run = UINT64_MAX;
-	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(HaRpEv));
-	HaRpEvCtx x = { .evs = evs, .store = s };
-	g_autoptr(HaPair) pair = NULL;
-	g_autoptr(GHashTable) pending = NULL;
-	g_autofree char *uuid = NULL;
-	g_autoptr(HaClockMap) clk = NULL;
-	HaHostClock hclock = HA_HOSTCLOCK_REALTIME;
-	HaMarkerFormat marker;
+	g_autofree guint *gap_next = g_new0(guint, b->gaps->len + 1);
+	HaRpEvCtx x = { .evs = evs, .store = s, .boot = b->boot, .pending = b->pending,
+			.recovered_from = b->recovered_from };
+	g_autoptr(HaPair) pair = ha_pair_new(ha_rp_on_paired, &x);
+	uint64_t run = UINT64_MAX, have = 0, bad_pages = 0;
+	int64_t since = d->since_ns >= 0 ? d->since_ns : 0;
 	sqlite3_stmt *st;
-	uint64_t have = 0, bad_pages = 0;
-	int64_t since = o->since_ns >= 0 ? o->since_ns : 0;
-	guint first;
 	HaRpProgress pr;
 
-	if (!ids)
-		return false;
-	if (o->host_time && !ha_host_clock_parse(o->host_time, &hclock)) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "--host-time %s: not realtime, mono, boot or tai", o->host_time);
-		return false;
-	}
-	if (ids->len != 1) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
-			    "events reports one boot at a time");
-		return false;
-	}
-	boot = g_array_index(ids, int64_t, 0);
-	x.boot = boot;
-	pending = ha_rp_pending_events(s, boot);
-	x.pending = pending;
-	g_array_set_clear_func(evs, ha_rp_ev_clear);
-	syms = ha_rp_load_syms(s, boot, dw);
-	tep = ha_rp_load_tep(s, boot, syms);
-	pair = ha_pair_new(ha_rp_on_paired, &x);
-	ha_rp_load_marker(s, boot, &marker);
-	gaps = ha_report_gaps(s, boot, error);
-	if (!gaps)
-		return false;
-	gap_next = g_new0(guint, gaps->len + 1);
-	if (o->host_time) {
-		clk = ha_clockmap_load(s, boot, error);
-		if (!clk)
-			return false;
-		if (!ha_clockmap_points(clk))
-			g_printerr("host-agent report: boot %" PRId64 " has no host time (its"
-				   " guest agent never answered a clock probe)\n", boot);
-	}
 	/*
 	 * Which chunks: with a time range, every chunk that overlaps it. Otherwise the
 	 * newest chunks until they hold enough ring events (stack events count too),
@@ -424,15 +426,17 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	 * every chunk of any CPU that reaches past T, so that no CPU's events after T are
 	 * missing from the merge. Decoded oldest first for the pairing.
 	 */
-	if (o->since_ns < 0 && o->until_ns < 0) {
+	if (d->since_ns < 0 && d->until_ns < 0) {
 		int64_t t = INT64_MAX;
 
-		st = ha_store_stmt(s, "SELECT nr_events, ts_min FROM chunks WHERE boot = ? AND"
-				   " nr_pages > 0 ORDER BY ts_max DESC, id DESC", error);
+		st = ha_store_stmt(s, "SELECT nr_events, ts_min FROM chunks WHERE boot = ?1 AND"
+				   " nr_pages > 0 AND (?2 < 0 OR cpu = ?2)"
+				   " ORDER BY ts_max DESC, id DESC", error);
 		if (!st)
 			return false;
-		sqlite3_bind_int64(st, 1, boot);
-		while (have < 2ull * want + 64 && sqlite3_step(st) == SQLITE_ROW) {
+		sqlite3_bind_int64(st, 1, b->boot);
+		sqlite3_bind_int64(st, 2, d->cpu);
+		while (have < 2ull * d->want + 64 && sqlite3_step(st) == SQLITE_ROW) {
 			have += (uint64_t)sqlite3_column_int64(st, 0);
 			t = MIN(t, sqlite3_column_int64(st, 1));
 		}
@@ -442,14 +446,15 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	/* Chunks without a time range hold pages the daemon could not parse when they
 	 * came (before the formats): decoded too, they may parse now, or are counted
 	 * as unparsable on stderr. */
-	st = ha_store_stmt(s, "SELECT id, ts_min, cpu, first_seq FROM chunks WHERE boot = ?"
-			   " AND nr_pages > 0 AND ((ts_max >= ? AND ts_min <= ?) OR ts_max IS NULL)"
-			   " ORDER BY ts_min DESC, id DESC", error);
+	st = ha_store_stmt(s, "SELECT id, ts_min, cpu, first_seq FROM chunks WHERE boot = ?1"
+			   " AND nr_pages > 0 AND (?4 < 0 OR cpu = ?4) AND ((ts_max >= ?2 AND"
+			   " ts_min <= ?3) OR ts_max IS NULL) ORDER BY ts_min DESC, id DESC", error);
 	if (!st)
 		return false;
-	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 1, b->boot);
 	sqlite3_bind_int64(st, 2, since);
-	sqlite3_bind_int64(st, 3, o->until_ns >= 0 ? o->until_ns : INT64_MAX);
+	sqlite3_bind_int64(st, 3, d->until_ns >= 0 ? d->until_ns : INT64_MAX);
+	sqlite3_bind_int64(st, 4, d->cpu);
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		ChunkPos c = { .id = sqlite3_column_int64(st, 0),
 			       .ts_min = (uint64_t)MAX(sqlite3_column_int64(st, 1), 0),
@@ -476,15 +481,17 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		int64_t id = g_array_index(chunks, int64_t, i);
 		g_autoptr(GBytes) raw = NULL;
 		g_autoptr(GError) e = NULL;
-		WalkCtx w = { .tep = tep, .pair = pair, .marker = &marker, .gaps = gaps,
-			      .gap_next = gap_next };
+		WalkCtx w = { .tep = b->tep, .pair = pair, .marker = &b->marker,
+			      .gaps = b->gaps, .gap_next = gap_next };
 		const uint8_t *page;
 		uint32_t len;
 		size_t off = 0;
 
 		st = ha_store_stmt(s, "SELECT cpu, data FROM chunks WHERE id = ?", error);
-		if (!st)
+		if (!st) {
+			ha_rp_progress_end(&pr);
 			return false;
+		}
 		sqlite3_bind_int64(st, 1, id);
 		if (sqlite3_step(st) != SQLITE_ROW) {
 			sqlite3_reset(st);
@@ -497,25 +504,25 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		if (!raw) {
 			/* warnings go to stderr, never into the report (JSON included) */
 			g_printerr("host-agent report: boot %" PRId64 ": chunk %" PRId64
-				   " unreadable: %s\n", boot, id, e->message);
+				   " unreadable: %s\n", b->boot, id, e->message);
 			continue;
 		}
 		while (ha_chunk_next_page(raw, &off, &page, &len)) {
 			g_autoptr(GError) pe = NULL;
 
 			w.fed = false;
-			if (ha_tep_walk_page(tep, page, len, on_event, &w, &pe) < 0) {
+			if (ha_tep_walk_page(b->tep, page, len, on_event, &w, &pe) < 0) {
 				if (++bad_pages <= 10)
 					g_printerr("host-agent report: boot %" PRId64 ": chunk %"
-						   PRId64 ": unparsable page: %s\n", boot, id,
+						   PRId64 ": unparsable page: %s\n", b->boot, id,
 						   pe ? pe->message : "?");
-			} else if (!w.fed && ha_tep_missed(tep) != 0) {
+			} else if (!w.fed && ha_tep_missed(b->tep) != 0) {
 				ha_pair_lost(pair, w.cpu);
 			}
 		}
 		ha_rp_progress_tick(&pr, chunks->len - i, chunks->len);
-		if (streaming && !perf_flush(evs, g_array_index(older, uint64_t, i), pair, o,
-					     syms, buf)) {
+		if (d->chunk_done && !d->chunk_done(evs, g_array_index(older, uint64_t, i), pair,
+						    d->user)) {
 			ha_rp_progress_end(&pr);
 			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
 				    "writing the report: %s", g_strerror(errno));
@@ -525,9 +532,119 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	ha_rp_progress_end(&pr);
 	if (bad_pages > 10)
 		g_printerr("host-agent report: boot %" PRId64 ": %" PRIu64 " unparsable pages"
-			   " in all\n", boot, bad_pages);
+			   " in all\n", b->boot, bad_pages);
 	ha_pair_flush(pair);
 	g_array_sort(evs, ev_cmp);
+	return true;
+}
+
+void ha_rp_event_json(JsonBuilder *j, const HaRpEv *e, const HaSyms *syms,
+		      const HaRpHostTime *host)
+{
+	json_builder_begin_object(j);
+	ha_json_member_u64(j, "ts", e->ts);
+	ha_json_member_int(j, "cpu", e->cpu);
+	ha_json_member_int(j, "pid", e->pid);
+	if (host) {
+		json_builder_set_member_name(j, "host_time");
+		json_builder_begin_object(j);
+		ha_json_member_str(j, "clock", ha_host_clock_name(host->clock));
+		ha_json_member_int(j, "ns", host->ns);
+		ha_json_member_u64(j, "uncertainty_ns", host->unc);
+		json_builder_end_object(j);
+	}
+	ha_json_member_str(j, "event", e->text);
+	json_builder_set_member_name(j, "stack");
+	ha_rp_json_stack(j, &e->st, syms);
+	json_builder_set_member_name(j, "recovered");
+	json_builder_add_boolean_value(j, e->recovered);
+	json_builder_end_object(j);
+}
+
+void ha_rp_event_text(GString *out, const HaRpEv *e, const HaSyms *syms,
+		      const HaRpHostTime *host, bool mark_streamed)
+{
+	g_autofree char *l = ha_rp_stack_label(&e->st);
+
+	g_string_append_printf(out, "\n%" PRIu64 ".%09" PRIu64 " ", e->ts / 1000000000u,
+			       e->ts % 1000000000u);
+	if (host) {
+		g_string_append(out, "[host ");
+		host_time_text(out, host->clock, host->ns, host->unc);
+		g_string_append(out, "] ");
+	}
+	g_string_append_printf(out, "cpu%u pid %d%s  %s\n    %s\n", e->cpu, e->pid,
+			       e->recovered ? " [recovered]" : mark_streamed ? " [streamed]" : "",
+			       e->text ? e->text : "?", l);
+	ha_rp_print_frames(out, &e->st, syms, "      ");
+}
+
+/* HaRpDecode.chunk_done of the streaming perf-script. */
+typedef struct {
+	const HaReportOpts *o;
+	const HaSyms *syms;
+	GString *buf;
+} PerfStream;
+
+static bool perf_chunk_done(GArray *evs, uint64_t limit, HaPair *pair, void *user)
+{
+	PerfStream *p = user;
+
+	return perf_flush(evs, limit, pair, p->o, p->syms, p->buf);
+}
+
+bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
+		  GError **error)
+{
+	HaJsonArray arr;
+	g_autoptr(GArray) ids = ha_rp_select_boots(s, o->boot, error);
+	bool perf = !g_strcmp0(o->format, "perf-script");
+	bool as_folded = !g_strcmp0(o->format, "folded");
+	guint want = o->limit ? o->limit : perf || as_folded ? G_MAXUINT : HA_RP_EVENTS_DEFAULT;
+	int64_t boot;
+	g_auto(HaRpBoot) b = { 0 };
+	g_autoptr(GString) buf = g_string_new(NULL);
+	bool streaming = perf && !o->limit && o->stream;
+	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(HaRpEv));
+	g_autofree char *uuid = NULL;
+	g_autoptr(HaClockMap) clk = NULL;
+	HaHostClock hclock = HA_HOSTCLOCK_REALTIME;
+	PerfStream ps = { .o = o, .buf = buf };
+	HaRpDecode d = { .cpu = -1, .want = want, .since_ns = o->since_ns,
+			 .until_ns = o->until_ns };
+	guint first;
+
+	if (!ids)
+		return false;
+	if (o->host_time && !ha_host_clock_parse(o->host_time, &hclock)) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "--host-time %s: not realtime, mono, boot or tai", o->host_time);
+		return false;
+	}
+	if (ids->len != 1) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "events reports one boot at a time");
+		return false;
+	}
+	boot = g_array_index(ids, int64_t, 0);
+	g_array_set_clear_func(evs, ha_rp_ev_clear);
+	if (!ha_rp_boot_load(s, boot, dw, &b, error))
+		return false;
+	if (o->host_time) {
+		clk = ha_clockmap_load(s, boot, error);
+		if (!clk)
+			return false;
+		if (!ha_clockmap_points(clk))
+			g_printerr("host-agent report: boot %" PRId64 " has no host time (its"
+				   " guest agent never answered a clock probe)\n", boot);
+	}
+	if (streaming) {
+		ps.syms = b.syms;
+		d.chunk_done = perf_chunk_done;
+		d.user = &ps;
+	}
+	if (!ha_rp_decode(&b, &d, evs, error))
+		return false;
 	if (o->since_ns >= 0 || o->until_ns >= 0 || o->event) {
 		guint keep = 0;
 
@@ -547,13 +664,13 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	first = evs->len > want ? evs->len - want : 0;
 	uuid = ha_rp_boot_uuid(s, boot);
 	if (as_folded) {
-		events_folded(evs, first, syms, out);
+		events_folded(evs, first, b.syms, out);
 		return true;
 	}
 	if (streaming) {
 		/* what the last flush kept: the events still waiting, now finished */
 		for (guint i = 0; i < evs->len; i++)
-			perf_sample(&g_array_index(evs, HaRpEv, i), syms, buf);
+			perf_sample(&g_array_index(evs, HaRpEv, i), b.syms, buf);
 		if (buf->len && fwrite(buf->str, 1, buf->len, o->stream) != buf->len) {
 			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
 				    "writing the report: %s", g_strerror(errno));
@@ -563,7 +680,7 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	}
 	if (perf) {
 		for (guint i = first; i < evs->len; i++)
-			perf_sample(&g_array_index(evs, HaRpEv, i), syms, out);
+			perf_sample(&g_array_index(evs, HaRpEv, i), b.syms, out);
 		return true;
 	}
 	if (o->json) {
@@ -576,48 +693,20 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		g_string_append_printf(out, "last %u events of boot %" PRId64 " (%s), oldest"
 				       " first:\n", evs->len - first, boot, uuid);
 	for (guint i = first; i < evs->len; i++) {
-		HaRpEv *e = &g_array_index(evs, HaRpEv, i);
-		int64_t hns = 0;
-		uint64_t hunc = 0;
-		bool host = clk && ha_clockmap_to_host(clk, e->ts, hclock, &hns, &hunc);
+		const HaRpEv *e = &g_array_index(evs, HaRpEv, i);
+		HaRpHostTime h = { .clock = hclock };
+		bool host = clk && ha_clockmap_to_host(clk, e->ts, hclock, &h.ns, &h.unc);
 
 		if (o->json) {
 			g_autoptr(JsonBuilder) j = json_builder_new();
 
-			json_builder_begin_object(j);
-			ha_json_member_u64(j, "ts", e->ts);
-			ha_json_member_int(j, "cpu", e->cpu);
-			ha_json_member_int(j, "pid", e->pid);
-			if (host) {
-				json_builder_set_member_name(j, "host_time");
-				json_builder_begin_object(j);
-				ha_json_member_str(j, "clock", ha_host_clock_name(hclock));
-				ha_json_member_int(j, "ns", hns);
-				ha_json_member_u64(j, "uncertainty_ns", hunc);
-				json_builder_end_object(j);
-			}
-			ha_json_member_str(j, "event", e->text);
-			json_builder_set_member_name(j, "stack");
-			ha_rp_json_stack(j, &e->st, syms);
-			json_builder_end_object(j);
+			ha_rp_event_json(j, e, b.syms, host ? &h : NULL);
 			ha_json_array_add(&arr, j);
 		} else {
-			g_autofree char *l = ha_rp_stack_label(&e->st);
-
-			g_string_append_printf(out, "\n%" PRIu64 ".%09" PRIu64 " ", e->ts / 1000000000u,
-					       e->ts % 1000000000u);
-			if (host) {
-				g_string_append(out, "[host ");
-				host_time_text(out, hclock, hns, hunc);
-				g_string_append(out, "] ");
-			}
-			g_string_append_printf(out, "cpu%u pid %d  %s\n    %s\n", e->cpu, e->pid,
-					       e->text ? e->text : "?", l);
-			ha_rp_print_frames(out, &e->st, syms, "      ");
+			ha_rp_event_text(out, e, b.syms, host ? &h : NULL, false);
 		}
 	}
 	if (o->json)
 		ha_json_array_end(&arr);
 	return true;
 }
-

@@ -116,7 +116,17 @@ typedef struct {
 	int pid;
 	char *text;
 	HaRpStack st;
+	bool recovered;		/* replayed from the crashed guest's memory, not streamed */
 } HaRpEv;
+
+/*
+ * Per CPU (a GArray of guint64, by CPU), the trace-clock time from which that CPU's
+ * events were recovered from the crashed guest's memory: the smallest ts_min of its
+ * chunks marked recovered (store.h), G_MAXUINT64 for a CPU without. A CPU's recovered
+ * chunks hold events strictly newer than every one it streamed (the seam), so an
+ * event at or after it is recovered. NULL with @error on a store error.
+ */
+GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, GError **error);
 
 /* What ha_rp_on_paired() appends to. */
 typedef struct {
@@ -124,6 +134,7 @@ typedef struct {
 	HaStore *store;
 	int64_t boot;
 	GHashTable *pending;	/* ha_rp_pending_events() */
+	const GArray *recovered_from;	/* ha_rp_recovered_from(), or NULL: none */
 } HaRpEvCtx;
 
 /* HaPairFn: the paired event as an HaRpEv, its stack resolved, appended to @user's. */
@@ -132,6 +143,64 @@ void ha_rp_ev_clear(gpointer p);
 /* The boot's formats and symbols in a new HaTep printing with @syms (which must outlive
  * it): g_autoptr(HaTep). */
 HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms);
+
+/* What decoding a boot's events needs, loaded once (ha_rp_boot_load()). */
+typedef struct {
+	HaStore *store;
+	int64_t boot;
+	HaSyms *syms;		/* ha_rp_load_syms() */
+	HaTep *tep;		/* ha_rp_load_tep(), printing with @syms */
+	HaMarkerFormat marker;	/* ha_rp_load_marker() */
+	GPtrArray *gaps;	/* ha_report_gaps() */
+	GHashTable *pending;	/* ha_rp_pending_events() */
+	GArray *recovered_from;	/* ha_rp_recovered_from() */
+} HaRpBoot;
+
+/* Load @boot's (@dw: the --vmlinux, or NULL) into *@ret: ha_rp_boot_clear() it, also
+ * after a failure (false with @error). */
+bool ha_rp_boot_load(HaStore *s, int64_t boot, HaDwarf *dw, HaRpBoot *ret, GError **error);
+void ha_rp_boot_clear(HaRpBoot *b);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(HaRpBoot, ha_rp_boot_clear)
+
+/* Which of a boot's events ha_rp_decode() gives. */
+typedef struct {
+	int64_t cpu;		/* only this CPU's, -1: every CPU's */
+	guint want;		/* no time range: enough of the newest chunks for the last
+				 * @want events (and every chunk reaching past them) */
+	int64_t since_ns, until_ns;	/* the chunks overlapping this range, -1: open */
+	/* called after each chunk (may be NULL): no event decoded later is older than
+	 * @limit (the streaming perf-script writes out and drops the older ones);
+	 * false stops the decoding, with errno set */
+	bool (*chunk_done)(GArray *evs, uint64_t limit, HaPair *pair, void *user);
+	void *user;
+} HaRpDecode;
+
+/*
+ * Decode the chunks of @b @d selects (each CPU's in the order its pages came), pair
+ * their events with their stacks, and append them to @evs (HaRpEv, clear func
+ * ha_rp_ev_clear()) sorted by time, their stacks resolved. Not filtered by @d's
+ * range: the chunks overlapping it may hold events outside. Warnings (an unreadable
+ * chunk, unparsable pages) go to stderr. False with @error on a store or write error.
+ */
+bool ha_rp_decode(HaRpBoot *b, const HaRpDecode *d, GArray *evs, GError **error);
+
+/* An event's time on a host clock (clocksync.h), as events --host-time shows it. */
+typedef struct {
+	HaHostClock clock;
+	int64_t ns;
+	uint64_t unc;
+} HaRpHostTime;
+
+/*
+ * One event as report events prints it: text ("\nTS [host ...] cpuN pid P  text",
+ * " [recovered]" after the pid when it was, " [streamed]" otherwise only with
+ * @mark_streamed, then its stack's label and frames) and JSON (its object as a value
+ * of @j, "recovered" its last member). @host: NULL for none.
+ */
+void ha_rp_event_text(GString *out, const HaRpEv *e, const HaSyms *syms,
+		      const HaRpHostTime *host, bool mark_streamed);
+void ha_rp_event_json(JsonBuilder *j, const HaRpEv *e, const HaSyms *syms,
+		      const HaRpHostTime *host);
 
 /* The reports (@dw: the --vmlinux, or NULL). */
 bool ha_rp_boots(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,

@@ -139,6 +139,8 @@ typedef struct {
 	bool tail;		/* on the CPU's newest chunk: the next chunk may pair it */
 	bool waiting;		/* shown as waiting for its stack at the stream's end:
 				 * the boot's stored pairing state may let it go */
+	bool recovered;		/* replayed from the crashed guest's memory (events
+				 * --json's "recovered"), not streamed */
 } HaReportEvent;
 
 typedef void (*HaReportEventFn)(const HaReportEvent *ev, void *user);
