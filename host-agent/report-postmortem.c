@@ -9,6 +9,11 @@
  * the burst of records before the panic, up to the panic's "---[ end" line), and the
  * --limit (default 20) records before that. Lines are printed as the serial console
  * prints them (PRINTK_TIME), so they can be compared with a console log.
+ *
+ * Then, for a boot with a post-mortem, the replay of what had not been streamed (the
+ * postmortems row's seam and counts, store-postmortem.h) and the last events of each
+ * CPU (the report's argument, default 5) with their stacks, as events shows them,
+ * each marked streamed or recovered (ha_rp_decode(), HaRpEv.recovered).
  */
 #include "report-int.h"
 
@@ -18,6 +23,8 @@
 #include "kmsg.h"
 
 #define BEFORE_DEFAULT	20
+#define PER_CPU_DEFAULT	5
+#define PER_CPU_MAX	10000
 #define BURST_GAP_NS	2000000000ull	/* records of one crash report: < 2 s apart */
 #define BURST_MAX	1024
 
@@ -132,6 +139,9 @@ static void json_recs(JsonBuilder *b, const char *name, GArray *recs, guint from
 typedef struct {
 	char *status, *source, *message, *osrelease;
 	int64_t time, dump_bytes, dump_ms, recover_ms, kernel_offset, records, skipped;
+	/* the replay (HaPmRow): stream and seam_seq -1 when none */
+	int64_t stream, seam_seq, arena_frames, ring_pages, ring_events, map_records;
+	int64_t frames_stored, frames_dup, events_stored;
 	bool found;
 } PmRow;
 
@@ -159,7 +169,9 @@ static bool load_pm(HaStore *s, int64_t boot, PmRow *p, GError **error)
 {
 	sqlite3_stmt *st = ha_store_stmt(s, "SELECT status, source, message, osrelease, time,"
 					 " dump_bytes, dump_ms, recover_ms, kernel_offset,"
-					 " kmsg_records, kmsg_skipped FROM postmortems"
+					 " kmsg_records, kmsg_skipped, stream, seam_seq,"
+					 " arena_frames, ring_pages, ring_events, map_records,"
+					 " frames_stored, frames_dup, events_stored FROM postmortems"
 					 " WHERE boot = ?", error);
 
 	if (!st)
@@ -178,8 +190,136 @@ static bool load_pm(HaStore *s, int64_t boot, PmRow *p, GError **error)
 		p->kernel_offset = col_opt(st, 8);
 		p->records = sqlite3_column_int64(st, 9);
 		p->skipped = sqlite3_column_int64(st, 10);
+		p->stream = col_opt(st, 11);
+		p->seam_seq = col_opt(st, 12);
+		p->arena_frames = sqlite3_column_int64(st, 13);
+		p->ring_pages = sqlite3_column_int64(st, 14);
+		p->ring_events = sqlite3_column_int64(st, 15);
+		p->map_records = sqlite3_column_int64(st, 16);
+		p->frames_stored = sqlite3_column_int64(st, 17);
+		p->frames_dup = sqlite3_column_int64(st, 18);
+		p->events_stored = sqlite3_column_int64(st, 19);
 	}
 	sqlite3_reset(st);
+	return true;
+}
+
+/* The replay's figures, after the kernel log. */
+static void append_replay(GString *out, const PmRow *pm)
+{
+	if (pm->stream < 0) {
+		g_string_append_printf(out, "\nReplay of what had not been streamed: none%s\n",
+				       pm->message ? " (see Not recovered above)" : "");
+		return;
+	}
+	g_string_append_printf(out, "\nReplay of what had not been streamed (post-mortem %s):"
+			       " into stream %" PRId64 " from seq %" PRId64 " (the seam)\n",
+			       pm->status ? pm->status : "?", pm->stream, pm->seam_seq);
+	g_string_append_printf(out, "  the guest agent's window: %" PRId64 " frames not"
+			       " acknowledged\n", pm->arena_frames);
+	g_string_append_printf(out, "  the ring buffers: %" PRId64 " pages no reader had"
+			       " consumed, %" PRId64 " events\n", pm->ring_pages, pm->ring_events);
+	g_string_append_printf(out, "  the stack map: %" PRId64 " records not read\n",
+			       pm->map_records);
+	g_string_append_printf(out, "  frames stored: %" PRId64 ", already streamed: %" PRId64
+			       " (duplicates), events stored: %" PRId64 "\n",
+			       pm->frames_stored, pm->frames_dup, pm->events_stored);
+}
+
+static void json_replay(JsonBuilder *b, const PmRow *pm)
+{
+	ha_json_member_int(b, "stream", pm->stream);
+	ha_json_member_int(b, "seam_seq", pm->seam_seq);
+	ha_json_member_int(b, "arena_frames", pm->arena_frames);
+	ha_json_member_int(b, "ring_pages", pm->ring_pages);
+	ha_json_member_int(b, "ring_events", pm->ring_events);
+	ha_json_member_int(b, "map_records", pm->map_records);
+	ha_json_member_int(b, "frames_stored", pm->frames_stored);
+	ha_json_member_int(b, "frames_dup", pm->frames_dup);
+	ha_json_member_int(b, "events_stored", pm->events_stored);
+}
+
+/* The CPUs with stored pages (guint, ascending): NULL with @error. */
+static GArray *boot_cpus(HaStore *s, int64_t boot, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT DISTINCT cpu FROM chunks WHERE boot = ?"
+					 " AND nr_pages > 0 AND cpu >= 0 AND cpu < 4096"
+					 " ORDER BY cpu", error);
+	g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(guint));
+	int rc;
+
+	if (!st)
+		return NULL;
+	sqlite3_bind_int64(st, 1, boot);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		guint cpu = (guint)sqlite3_column_int64(st, 0);
+
+		g_array_append_val(a, cpu);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, "read the boot's CPUs");
+		return NULL;
+	}
+	return g_steal_pointer(&a);
+}
+
+/*
+ * The last @n events of each CPU of @boot, decoded as events decodes them: as text
+ * into @out, or as the "last_events" member of @j (then @out is unused).
+ */
+static bool last_events(HaStore *s, int64_t boot, HaDwarf *dw, guint n, JsonBuilder *j,
+			GString *out, GError **error)
+{
+	g_auto(HaRpBoot) b = { 0 };
+	g_autoptr(GArray) cpus = n ? boot_cpus(s, boot, error) : g_array_new(FALSE, FALSE,
+										  sizeof(guint));
+
+	if (!cpus || (cpus->len && !ha_rp_boot_load(s, boot, dw, &b, error)))
+		return false;
+	if (j) {
+		json_builder_set_member_name(j, "last_events");
+		json_builder_begin_array(j);
+	} else if (n) {
+		g_string_append_printf(out, "\nThe last %u events of each CPU before the panic,"
+				       " oldest first, each [streamed] or [recovered] from the"
+				       " guest's memory:\n", n);
+		if (!cpus->len)
+			g_string_append(out, "none stored\n");
+	}
+	for (guint c = 0; c < cpus->len; c++) {
+		guint cpu = g_array_index(cpus, guint, c);
+		g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(HaRpEv));
+		HaRpDecode d = { .cpu = cpu, .want = n, .since_ns = -1, .until_ns = -1 };
+		guint first;
+
+		g_array_set_clear_func(evs, ha_rp_ev_clear);
+		if (!ha_rp_decode(&b, &d, evs, error))
+			return false;
+		first = evs->len > n ? evs->len - n : 0;
+		if (j) {
+			json_builder_begin_object(j);
+			ha_json_member_int(j, "cpu", cpu);
+			json_builder_set_member_name(j, "events");
+			json_builder_begin_array(j);
+		} else {
+			g_string_append_printf(out, "\ncpu%u: %u events\n", cpu, evs->len - first);
+		}
+		for (guint i = first; i < evs->len; i++) {
+			const HaRpEv *e = &g_array_index(evs, HaRpEv, i);
+
+			if (j)
+				ha_rp_event_json(j, e, b.syms, NULL);
+			else
+				ha_rp_event_text(out, e, b.syms, NULL, true);
+		}
+		if (j) {
+			json_builder_end_array(j);
+			json_builder_end_object(j);
+		}
+	}
+	if (j)
+		json_builder_end_array(j);
 	return true;
 }
 
@@ -219,10 +359,21 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 	g_autofree char *pm_s = NULL;
 	PmRow pm = { 0 };
 	int64_t boot, end_time = 0;
-	guint panic = G_MAXUINT, start = 0, end = 0, before, limit;
+	guint panic = G_MAXUINT, start = 0, end = 0, before, limit, per_cpu = PER_CPU_DEFAULT;
 	sqlite3_stmt *st;
+	bool ok = true;
 
-	(void)dw;
+	if (o->arg) {
+		guint64 n;
+
+		if (!g_ascii_string_to_unsigned(o->arg, 10, 0, PER_CPU_MAX, &n, NULL)) {
+			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+				    "postmortem %s: the events to show per CPU, 0 to %u", o->arg,
+				    PER_CPU_MAX);
+			return false;
+		}
+		per_cpu = (guint)n;
+	}
 	boot = pick_boot(s, o, error);
 	if (boot < 0)
 		return false;
@@ -302,6 +453,7 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 			ha_json_member_int(b, "kernel_offset", pm.kernel_offset);
 			ha_json_member_int(b, "kmsg_records", pm.records);
 			ha_json_member_int(b, "kmsg_skipped", pm.skipped);
+			json_replay(b, &pm);
 			json_builder_end_object(b);
 		}
 		json_builder_set_member_name(b, "panic");
@@ -318,12 +470,17 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 		ha_json_member_str(b, "oops_text", oops->str);
 		json_recs(b, "oops", recs, start, end);
 		json_recs(b, "before", recs, before, start);
-		ha_json_member_str(b, "events", "not recovered yet: only the kernel log is");
+		if (pm.found)
+			ok = last_events(s, boot, dw, per_cpu, b, NULL, error);
+		else
+			ha_json_member_str(b, "events", "not recovered yet: only the kernel log is");
 		json_builder_end_object(b);
-		ha_json_append(out, b);
-		g_string_append_c(out, '\n');
+		if (ok) {
+			ha_json_append(out, b);
+			g_string_append_c(out, '\n');
+		}
 		pm_row_clear(&pm);
-		return true;
+		return ok;
 	}
 	g_string_append_printf(out, "Boot %" PRId64 " (%s, kernel %s) ended %s at %s UTC\n",
 			       boot, uuid, release ? release : "?", ended ? ended : "running"
@@ -352,27 +509,26 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 	g_string_append_printf(out, "Kernel log: %" PRId64 " records recovered", pm.records);
 	if (pm.skipped)
 		g_string_append_printf(out, ", %" PRId64 " unreadable", pm.skipped);
-	g_string_append(out, "\nEvents after the last streamed ones: not recovered (only the"
-			" kernel log is, so far)\n");
+	g_string_append_printf(out, "\nEvents after the last streamed ones: %" PRId64
+			       " recovered\n", pm.events_stored);
 	if (panic == G_MAXUINT) {
 		g_string_append(out, "\nNo panic message in the recovered log. Its last lines:\n");
 		append_lines(out, recs, recs->len > limit ? recs->len - limit : 0, recs->len,
 			     true);
-		pm_row_clear(&pm);
-		return true;
-	}
-	{
+	} else {
 		const Rec *r = &g_array_index(recs, Rec, panic);
 		gsize len;
 		const char *t = g_bytes_get_data(r->text, &len);
 
 		g_string_append_printf(out, "\nPanic: %.*s\n", (int)MIN(len, 4096), t);
+		g_string_append_printf(out, "\nThe crash report (%u lines of the kernel log):\n",
+				       end - start);
+		append_lines(out, recs, start, end, true);
+		g_string_append_printf(out, "\nThe %u lines before it:\n", start - before);
+		append_lines(out, recs, before, start, true);
 	}
-	g_string_append_printf(out, "\nThe crash report (%u lines of the kernel log):\n",
-			       end - start);
-	append_lines(out, recs, start, end, true);
-	g_string_append_printf(out, "\nThe %u lines before it:\n", start - before);
-	append_lines(out, recs, before, start, true);
+	append_replay(out, &pm);
+	ok = last_events(s, boot, dw, per_cpu, NULL, out, error);
 	pm_row_clear(&pm);
-	return true;
+	return ok;
 }
