@@ -10,6 +10,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "chunk.h"
+#include "store-postmortem.h"
+
 const IngestSessionLimits ingest_session_limits = {
 	/* slot index in bits 0..SMP_ID_SLOT_BITS-1 of a stack_id: 2 << map_bits slots */
 	.map_bits_max = SMP_ID_SLOT_BITS - 1,
@@ -123,6 +126,53 @@ static void on_event(const HaEvent *ev, void *user)
 	ha_pair_feed(w->c->pair, w->cpu, ev, NULL);
 }
 
+static char *page_key(uint32_t cpu, const uint8_t *data, size_t len)
+{
+	g_autofree char *sum = g_compute_checksum_for_data(G_CHECKSUM_SHA256, data, len);
+
+	return g_strdup_printf("%u:%s", cpu, sum);
+}
+
+static void add_chunk_pages(uint32_t cpu, const void *data, size_t len, void *user)
+{
+	GHashTable *set = user;
+	g_autoptr(GBytes) raw = ha_chunk_decompress(data, len, NULL);
+	const uint8_t *page;
+	uint32_t plen;
+	size_t off = 0;
+
+	/* a chunk that does not inflate holds nothing to compare with */
+	while (raw && ha_chunk_next_page(raw, &off, &page, &plen))
+		g_hash_table_add(set, page_key(cpu, page, plen));
+}
+
+/*
+ * A recovering connection (ha_conn_set_recovered()): whether the boot holds this page
+ * already from an earlier recovery. The frames rebuilt from the kernel's structures
+ * (postmortem.h) take the seqs after the stream's next, so a second recovery of the
+ * same crash gives the same pages under other seqs: their bytes tell them apart.
+ */
+static bool page_recovered_before(HaConn *c, uint32_t cpu, const uint8_t *data,
+				  size_t len, GError **error)
+{
+	char *key;
+
+	if (!c->recovered_pages) {
+		c->recovered_pages = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							   NULL);
+		if (!ha_store_pm_recovered_chunks(c->store, c->boot, add_chunk_pages,
+						  c->recovered_pages, error))
+			return false;
+	}
+	key = page_key(cpu, data, len);
+	if (g_hash_table_contains(c->recovered_pages, key)) {
+		g_free(key);
+		return true;
+	}
+	g_hash_table_add(c->recovered_pages, key);
+	return false;
+}
+
 static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 {
 	struct smp_page m;
@@ -139,6 +189,18 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 		ingest_malformed(c, f, "cpu %u (of %u) or page of %zu bytes (page size %u)",
 				 m.cpu, c->nr_cpus, m.data_len, c->page_size);
 		return true;
+	}
+	if (c->recovered) {
+		g_autoptr(GError) re = NULL;
+
+		if (page_recovered_before(c, m.cpu, m.data, m.data_len, &re)) {
+			c->st.recovered_dup_pages++;
+			return true;
+		}
+		if (re) {
+			g_propagate_error(error, g_steal_pointer(&re));
+			return false;
+		}
 	}
 	w.cpu = m.cpu;
 	w.b = ingest_batch_get(c, m.cpu);

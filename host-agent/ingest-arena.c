@@ -3,14 +3,17 @@
  * ingest-arena.c - ARENA assembly, the per-boot list registry and the live
  * connections a post-mortem retires (see ingest-arena.h).
  */
+#include <gio/gio.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "ingest-arena.h"
+
+#include "store-postmortem.h"
 #include "ingest-int.h"
 
 typedef struct {
-	HaStore *store;
+	uint64_t store;		/* ha_store_serial() */
 	int64_t boot;
 	HaArenaList *list;
 } ArenaEntry;
@@ -53,7 +56,7 @@ static void publish(HaStore *store, int64_t boot, HaArenaList *l)
 		reg_lists = g_ptr_array_new_with_free_func(entry_free);
 	for (guint i = 0; i < reg_lists->len; i++) {
 		e = g_ptr_array_index(reg_lists, i);
-		if (e->store == store && e->boot == boot) {
+		if (e->store == ha_store_serial(store) && e->boot == boot) {
 			ha_arena_list_free(e->list);
 			e->list = l;
 			return;
@@ -64,7 +67,7 @@ static void publish(HaStore *store, int64_t boot, HaArenaList *l)
 	if (reg_lists->len >= HA_ARENA_LISTS)
 		g_ptr_array_remove_index_fast(reg_lists, oldest);
 	e = g_new0(ArenaEntry, 1);
-	e->store = store;
+	e->store = ha_store_serial(store);
 	e->boot = boot;
 	e->list = l;
 	g_ptr_array_add(reg_lists, e);
@@ -77,10 +80,41 @@ HaArenaList *ha_arena_list_get(HaStore *store, int64_t boot)
 	for (guint i = 0; reg_lists && i < reg_lists->len; i++) {
 		ArenaEntry *e = g_ptr_array_index(reg_lists, i);
 
-		if (e->store == store && e->boot == boot)
+		if (e->store == ha_store_serial(store) && e->boot == boot)
 			return list_copy(e->list);
 	}
 	return NULL;
+}
+
+HaArenaList *ha_arena_list_load(HaStore *store, int64_t boot, GError **error)
+{
+	g_autoptr(GArray) addrs = NULL;
+	g_autoptr(GError) e = NULL;
+	HaArenaList *l;
+	uint64_t stream_id;
+	uint32_t page_size;
+
+	l = ha_arena_list_get(store, boot);
+	if (l)
+		return l;
+	if (!ha_store_pm_get_arena(store, boot, &stream_id, &page_size, &addrs, &e)) {
+		if (e)
+			g_propagate_error(error, g_steal_pointer(&e));
+		return NULL;
+	}
+	/* what this process stored itself: bounded as ingest bounded it */
+	if (!addrs->len || addrs->len > SMP_ARENA_MAX_PAGES) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+			    "boot %" G_GINT64_FORMAT ": the stored window list has %u pages",
+			    boot, addrs->len);
+		return NULL;
+	}
+	l = g_new0(HaArenaList, 1);
+	l->stream_id = stream_id;
+	l->page_size = page_size;
+	l->nr_pages = addrs->len;
+	l->addrs = (uint64_t *)g_array_free(g_steal_pointer(&addrs), FALSE);
+	return l;
 }
 
 void ha_arena_forget_store(HaStore *store)
@@ -88,7 +122,8 @@ void ha_arena_forget_store(HaStore *store)
 	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&reg_lock);
 
 	for (guint i = reg_lists ? reg_lists->len : 0; i-- > 0;)
-		if (((ArenaEntry *)g_ptr_array_index(reg_lists, i))->store == store)
+		if (((ArenaEntry *)g_ptr_array_index(reg_lists, i))->store ==
+		    ha_store_serial(store))
 			g_ptr_array_remove_index_fast(reg_lists, i);
 	for (guint i = reg_live ? reg_live->len : 0; i-- > 0;) {
 		HaConn *c = g_ptr_array_index(reg_live, i);
@@ -163,6 +198,7 @@ void ingest_arena_drop(HaConn *c)
 
 bool ingest_on_arena(HaConn *c, const struct smp_frame *f)
 {
+	g_autoptr(GError) e = NULL;
 	struct smp_arena m;
 	int r = smp_arena_decode(&m, f->payload, f->len);
 	HaArenaList *l;
@@ -204,6 +240,14 @@ bool ingest_on_arena(HaConn *c, const struct smp_frame *f)
 	l->when = g_get_real_time();
 	ingest_arena_drop(c);
 	c->st.arena_lists++;
+	/* kept in the store too, for a post-mortem by another host-agent process; a
+	 * failure there loses only that, never the stream */
+	if (!ha_store_pm_put_arena(c->store, c->boot, l->stream_id, l->page_size, l->addrs,
+				   l->nr_pages, &e)) {
+		g_warning("%s: boot %s: the window's pages not stored: %s", c->domain,
+			  c->boot_str, e->message);
+		g_clear_error(&e);
+	}
 	g_mutex_lock(&reg_lock);
 	publish(c->store, c->boot, l);
 	g_mutex_unlock(&reg_lock);

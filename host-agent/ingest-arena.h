@@ -7,7 +7,8 @@
  * guest-physical pages of its resend window after every WELCOME and whenever a page
  * moved, so a restarted host-agent learns it again at the next handshake. A
  * connection assembles one list from its slices (bounded by SMP_ARENA_MAX_PAGES) and
- * publishes it whole, for its store and boot row; the registry holds at most
+ * publishes it whole, for its store (by ha_store_serial(), so a freed store's lists
+ * never match another's) and boot row; the registry holds at most
  * HA_ARENA_LISTS lists (the oldest announced goes first), per process.
  *
  * The post-mortem (pm-arena.h) takes a copy of the list and, before it replays the
@@ -46,6 +47,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaArenaList, ha_arena_list_free)
 /* A copy of the newest list announced for @boot of @store (free with
  * ha_arena_list_free()), or NULL when there is none. */
 HaArenaList *ha_arena_list_get(HaStore *store, int64_t boot);
+/* The same, else the list the store kept for @boot (store-postmortem.h): NULL when
+ * neither has one (@error set only when the store failed or its list is invalid). */
+HaArenaList *ha_arena_list_load(HaStore *store, int64_t boot, GError **error);
 
 /* Forget every list and live connection of @store (it is being closed). */
 void ha_arena_forget_store(HaStore *store);

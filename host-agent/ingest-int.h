@@ -150,6 +150,10 @@ struct _HaConn {
 	bool failed;		/* a batch was rolled back: no more commits or ACKs */
 	/* post-mortem (ingest-arena.h, pm-arena.h) */
 	bool recovered;		/* replays frames read from a dump (ha_conn_set_recovered()) */
+	/* a recovering connection's pages the boot has recovered already (cpu + SHA-256
+	 * of the page), loaded at its first PAGE: a page rebuilt again from the same
+	 * dump takes another seq, so it is recognised by its bytes (ingest-apply.c) */
+	GHashTable *recovered_pages;
 	bool retired;		/* a post-mortem took over: input ignored, nothing recorded */
 	bool arena_live;	/* in the registry of live connections */
 	uint64_t *arena_addrs;	/* the ARENA list being assembled, arena_have so far */

@@ -81,6 +81,7 @@ void ha_conn_free(HaConn *c)
 	g_array_unref(c->out_lens);
 	g_clear_error(&c->cb_error);
 	g_free(c->held_payload);
+	g_clear_pointer(&c->recovered_pages, g_hash_table_destroy);
 	g_free(c->domain);
 	g_free(c->peer);
 	g_free(c);
@@ -787,6 +788,9 @@ void ha_conn_close(HaConn *c)
 	if (c->retired) {
 		/* flushed when retired; the boot's end is the post-mortem's to record */
 		log_clock(c);
+		g_message("%s: boot %s stream %016" PRIx64 ": closed after its post-mortem"
+			  " (retired at seq %" PRIu64 ")", c->domain, c->boot_str, c->stream_id,
+			  c->expected - 1);
 		return;
 	}
 	if (!c->failed && !ha_conn_flush(c, &e)) {

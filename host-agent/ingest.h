@@ -236,6 +236,8 @@ typedef struct {
 				 * and full stacks and stack count rows not stored */
 	uint64_t arena_lists;	/* ARENA lists received whole (ingest-arena.h) */
 	uint64_t recovered_chunks; /* chunks a recovering connection stored */
+	uint64_t recovered_dup_pages; /* pages of a recovering connection the boot had
+				       * recovered already (not stored again) */
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
 /* The clock probes of this connection (clocksync.h). */

@@ -244,3 +244,80 @@ bool ha_store_pm_next_seq(HaStore *s, int64_t boot, uint64_t stream_id, uint64_t
 	sqlite3_reset(st);
 	return true;
 }
+
+bool ha_store_pm_put_arena(HaStore *s, int64_t boot, uint64_t stream_id,
+			   uint32_t page_size, const uint64_t *addrs, uint32_t nr,
+			   GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "INSERT OR REPLACE INTO arenas(boot, stream_id,"
+					 " page_size, addrs) VALUES(?,?,?,?)", error);
+	g_autofree uint64_t *le = g_new(uint64_t, MAX(nr, 1));
+	int rc;
+
+	if (!st)
+		return false;
+	for (uint32_t i = 0; i < nr; i++)
+		le[i] = GUINT64_TO_LE(addrs[i]);
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, (int64_t)stream_id);
+	sqlite3_bind_int64(st, 3, page_size);
+	sqlite3_bind_blob(st, 4, le, (int)(8 * (size_t)nr), SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, "store the window's pages");
+		return false;
+	}
+	return true;
+}
+
+bool ha_store_pm_get_arena(HaStore *s, int64_t boot, uint64_t *ret_stream_id,
+			   uint32_t *ret_page_size, GArray **ret_addrs, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT stream_id, page_size, addrs FROM arenas"
+					 " WHERE boot = ?", error);
+	bool found = false;
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const uint8_t *b = sqlite3_column_blob(st, 2);
+		size_t n = (size_t)sqlite3_column_bytes(st, 2) / 8;
+
+		*ret_stream_id = (uint64_t)sqlite3_column_int64(st, 0);
+		*ret_page_size = (uint32_t)sqlite3_column_int64(st, 1);
+		*ret_addrs = g_array_sized_new(FALSE, FALSE, sizeof(uint64_t), (guint)n);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v;
+
+			memcpy(&v, b + 8 * i, 8);
+			v = GUINT64_FROM_LE(v);
+			g_array_append_val(*ret_addrs, v);
+		}
+		found = true;
+	}
+	sqlite3_reset(st);
+	return found;
+}
+
+bool ha_store_pm_recovered_chunks(HaStore *s, int64_t boot, HaStorePmChunkFn fn,
+				  void *user, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, data FROM chunks WHERE boot = ? AND"
+					 " recovered ORDER BY id", error);
+	int rc;
+
+	if (!st)
+		return false;
+	sqlite3_bind_int64(st, 1, boot);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		fn((uint32_t)sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+		   (size_t)sqlite3_column_bytes(st, 1), user);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, "read the recovered chunks");
+		return false;
+	}
+	return true;
+}

@@ -70,4 +70,21 @@ bool ha_store_pm_hello(HaStore *s, int64_t boot, GByteArray *out, uint64_t *ret_
 bool ha_store_pm_next_seq(HaStore *s, int64_t boot, uint64_t stream_id, uint64_t *ret_seq,
 			  int64_t *ret_stream, GError **error);
 
+/*
+ * The guest agent's window pages (@nr little-endian u64 guest-physical addresses in
+ * @addrs) as @boot's newest ARENA list, replacing the one stored before.
+ */
+bool ha_store_pm_put_arena(HaStore *s, int64_t boot, uint64_t stream_id,
+			   uint32_t page_size, const uint64_t *addrs, uint32_t nr,
+			   GError **error);
+/* @boot's stored list: false without @error when there is none. */
+bool ha_store_pm_get_arena(HaStore *s, int64_t boot, uint64_t *ret_stream_id,
+			   uint32_t *ret_page_size, GArray **ret_addrs, GError **error);
+
+/* Call @fn with the CPU and the compressed data of each chunk of @boot recovered from
+ * a dump (chunks.recovered), in id order. */
+typedef void (*HaStorePmChunkFn)(uint32_t cpu, const void *data, size_t len, void *user);
+bool ha_store_pm_recovered_chunks(HaStore *s, int64_t boot, HaStorePmChunkFn fn,
+				  void *user, GError **error);
+
 #endif /* HA_STORE_POSTMORTEM_H */

@@ -9,6 +9,7 @@
 struct _HaStore {
 	sqlite3 *db;
 	char *path;
+	uint64_t serial;	/* ha_store_serial() */
 	bool in_txn;
 	/* sql -> sqlite3_stmt, keyed by the string's address: every caller passes a
 	 * literal, so a lookup hashes a pointer, not the SQL text (the same text at two
@@ -197,7 +198,13 @@ static const char *const migrations[] = {
 	"ALTER TABLE postmortems ADD COLUMN map_records INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE postmortems ADD COLUMN frames_stored INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE postmortems ADD COLUMN frames_dup INTEGER NOT NULL DEFAULT 0;"
-	"ALTER TABLE postmortems ADD COLUMN events_stored INTEGER NOT NULL DEFAULT 0;",
+	"ALTER TABLE postmortems ADD COLUMN events_stored INTEGER NOT NULL DEFAULT 0;"
+	/* the newest ARENA list of each boot (ingest-arena.h), for a post-mortem by a
+	 * later host-agent (`recover`, a restart between the announce and the panic) */
+	"CREATE TABLE arenas(boot INTEGER PRIMARY KEY REFERENCES boots(id),"
+	" stream_id INTEGER NOT NULL, page_size INTEGER NOT NULL, addrs BLOB NOT NULL);"
+	"CREATE TRIGGER arena_gone BEFORE DELETE ON boots BEGIN"
+	" DELETE FROM arenas WHERE boot = OLD.id; END;",
 };
 
 bool ha_store_name_ok(const char *name)
@@ -268,6 +275,14 @@ static bool migrate(HaStore *s, GError **error)
 	return true;
 }
 
+/* Stores opened by this process, for ha_store_serial(). */
+static gint store_serials;
+
+uint64_t ha_store_serial(const HaStore *s)
+{
+	return s->serial;
+}
+
 static void stmt_free(gpointer p)
 {
 	sqlite3_finalize(p);
@@ -280,6 +295,7 @@ HaStore *ha_store_open(const char *path, bool readonly, GError **error)
 			     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 
 	s->path = g_strdup(path);
+	s->serial = (uint64_t)g_atomic_int_add(&store_serials, 1) + 1;
 	g_mutex_init(&s->lock);
 	g_cond_init(&s->returned);
 	s->stmts = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, stmt_free);

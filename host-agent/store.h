@@ -40,6 +40,8 @@
  *                the seam: the stream and the first seq the recovery replayed
  *   kmsg         the kernel log records recovered (or, later, streamed: recovered
  *                = 0) per boot: printk seq, time, caller, text
+ *   arenas       per boot, the newest list of the guest agent's window pages
+ *                (ARENA, ingest-arena.h): stream, page size, guest-physical addresses
  *
  * Durability: every connection's frames are applied inside one transaction per batch;
  * ha_store_commit() returns only once SQLite has committed (synchronous=FULL: with WAL,
@@ -66,6 +68,9 @@ bool ha_store_name_ok(const char *name);
  * existing database for reports. Returns NULL with @error set on failure; free with
  * ha_store_free().
  */
+/* A number no other store opened by this process has (1, 2, ...): a key for what is
+ * kept about a store outside it, which a pointer is not once the store is freed. */
+uint64_t ha_store_serial(const HaStore *s);
 HaStore *ha_store_open(const char *path, bool readonly, GError **error);
 void ha_store_free(HaStore *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaStore, ha_store_free)

@@ -449,7 +449,9 @@ class SymbolTable:
 
 # host-agent's log line (ingest) once a stream that ended without BYE (the guest's
 # side closed: QEMU exited after a panic) has its last batch stored.
-CONN_END = re.compile(r'disconnected without BYE')
+# how a connection of a boot that ended without BYE closes: plainly, or after the
+# post-mortem retired it (host-agent --qmp with --on-panic pause)
+CONN_END = re.compile(r'disconnected without BYE|closed after its post-mortem')
 
 
 class StreamRun(Console):
