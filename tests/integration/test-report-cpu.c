@@ -16,6 +16,11 @@
  *   stackless by the next event of its CPU's task context, in the stored pairing state
  *   too: it is never "waiting" (issue 19), while the stream's last event, whose stack
  *   the crash cut, is waiting and on the tail.
+ *
+ * And the events a post-mortem recovered (its chunks marked recovered, issue 17): from
+ * the CPU's oldest recovered chunk on, each event is recovered in this walk, in events
+ * (JSON and text) and in report postmortem's last events per CPU, the others streamed;
+ * report postmortem shows the replay's figures of the postmortems row.
  */
 #include <glib/gstdio.h>
 #include <inttypes.h>
@@ -28,6 +33,7 @@
 #include "proto.h"
 #include "report.h"
 #include "ringpage.h"
+#include "store-postmortem.h"
 #include "tap.h"
 
 #define IP0	UINT64_C(0xffffffff81000100)
@@ -43,6 +49,7 @@ typedef struct {
 	int64_t stack_id;
 	bool tail;
 	bool waiting;
+	bool recovered;
 } Got;
 
 static void got_clear(gpointer p)
@@ -60,7 +67,7 @@ static void on_event(const HaReportEvent *e, void *user)
 	Got g = { .page = e->page, .idx = e->idx, .ts = e->ts, .pid = e->pid,
 		  .text = g_strdup(e->text), .kind = g_strdup(e->stack_kind),
 		  .stack_json = g_strdup(e->stack_json), .stack_id = e->stack_id,
-		  .tail = e->tail, .waiting = e->waiting };
+		  .tail = e->tail, .waiting = e->waiting, .recovered = e->recovered };
 
 	g_array_append_val(a, g);
 }
@@ -236,6 +243,193 @@ static bool same(const Got *a, const Got *b)
 	       a->waiting == b->waiting;
 }
 
+/* ha_report() of @o into a new string, NULL (said) on an error. */
+static GString *run_report(HaStore *s, const HaReportOpts *o)
+{
+	g_autoptr(GString) out = g_string_new(NULL);
+	g_autoptr(GError) e = NULL;
+
+	if (!ha_report(s, o, out, &e)) {
+		printf("# report %s: %s\n", o->cmd, e->message);
+		return NULL;
+	}
+	return g_steal_pointer(&out);
+}
+
+static guint count_of(const char *hay, const char *needle)
+{
+	guint n = 0;
+
+	for (const char *p = hay; p && (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/*
+ * The pages from ts 2000 on (pages 1 and 2: D, E, F, G) recovered from the crashed
+ * guest's memory, the first (A, B, hello, C, H) streamed; a postmortems row for the
+ * boot with its replay's figures.
+ */
+static void check_recovered(HaStore *s)
+{
+	static const uint64_t rec_ts[] = { 2100, 2200, 3000, 3100 };	/* D E F G */
+	g_autoptr(GError) e = NULL;
+	g_autoptr(GArray) all = NULL;
+	g_autoptr(GString) ej = NULL, et = NULL, pt = NULL, pj = NULL, none = NULL;
+	g_autoptr(JsonParser) jp = json_parser_new();
+	HaReportOpts ev = { .cmd = "events", .json = true, .limit = 1000, .since_ns = -1,
+			    .until_ns = -1 };
+	HaReportOpts pm = { .cmd = "postmortem", .arg = "6", .since_ns = -1, .until_ns = -1 };
+	HaPmRow row = { .time_us = 1000000, .source = "test", .status = "partial",
+			.message = "the stack map: test", .dump_bytes = 1 << 20, .dump_ms = 5,
+			.recover_ms = 1, .kernel_offset = -1, .stream = 1, .seam_seq = 12,
+			.arena_frames = 3, .ring_pages = 2, .ring_events = 7, .map_records = 4,
+			.frames_stored = 2, .frames_dup = 1, .events_stored = 7 };
+	uint64_t pages;
+	bool ok = true;
+	guint nrec = 0;
+
+	/* before a post-mortem: no event recovered, report postmortem as it was */
+	all = walk(s, 0, 100, &pages);
+	for (guint i = 0; i < all->len; i++)
+		ok = ok && !g_array_index(all, Got, i).recovered;
+	none = run_report(s, &pm);
+	ok = ok && all->len == 9 && none && strstr(none->str, "Post-mortem: none") &&
+	     !strstr(none->str, "Replay") && !strstr(none->str, "[streamed]");
+	CHECK(ok, "without recovered chunks no event is recovered; postmortem without one: %s",
+	      ok ? "ok" : none ? none->str : "-");
+	g_clear_pointer(&all, g_array_unref);
+
+	CHECK(ha_store_exec(s, "UPDATE chunks SET recovered = 1 WHERE boot = 1 AND"
+			    " ts_min >= 2000", &e) &&
+	      sqlite3_changes(ha_store_db(s)) == 1, "the chunk of pages 1-2 marked recovered"
+	      " (%s)", e ? e->message : "ok");
+	all = walk(s, 0, 100, &pages);
+	ok = all->len == 9;
+	for (guint i = 0; ok && i < all->len; i++) {
+		const Got *g = &g_array_index(all, Got, i);
+
+		ok = g->recovered == (g->ts >= 2000);
+		if (!ok)
+			printf("# %" PRIu64 ": recovered %d\n", g->ts, g->recovered);
+	}
+	CHECK(ok, "ha_report_cpu_events(): D, E, F, G recovered, the others streamed");
+
+	/* events --json: the member on each event; text: the tag on the recovered */
+	ej = run_report(s, &ev);
+	ok = ej && json_parser_load_from_data(jp, ej->str, (gssize)ej->len, NULL);
+	if (ok) {
+		JsonArray *a = json_object_get_array_member(
+			json_node_get_object(json_parser_get_root(jp)), "events");
+
+		ok = json_array_get_length(a) == 9;
+		for (guint i = 0; ok && i < json_array_get_length(a); i++) {
+			JsonObject *o = json_array_get_object_element(a, i);
+			uint64_t ts = (uint64_t)json_object_get_int_member(o, "ts");
+
+			ok = json_object_has_member(o, "recovered") &&
+			     json_object_get_boolean_member(o, "recovered") == (ts >= 2000);
+			nrec += ok && ts >= 2000;
+		}
+	}
+	ok = ok && nrec == 4;
+	CHECK(ok, "events --json: \"recovered\" true on the 4 recovered, false"
+	      " on the 5 streamed: %s", ok ? "ok" : ej ? ej->str : "-");
+	ev.json = false;
+	et = run_report(s, &ev);
+	ok = et && count_of(et->str, " [recovered]  ") == 4 &&
+	     !strstr(et->str, "[streamed]");
+	for (guint i = 0; ok && i < G_N_ELEMENTS(rec_ts); i++) {
+		g_autofree char *l = g_strdup_printf("\n0.%09" PRIu64 " cpu0 pid 8 [recovered]"
+						     "  kmem/kmalloc: ", rec_ts[i]);
+
+		ok = strstr(et->str, l) != NULL;
+	}
+	ok = ok && strstr(et->str, "\n0.000001000 cpu0 pid 5  kmem/kmalloc: ");
+	CHECK(ok, "events: [recovered] after the cpu and pid of D, E, F, G only: %s",
+	      ok ? "ok" : et ? et->str : "-");
+
+	/* postmortem: the replay's figures, the last 6 events of CPU 0 */
+	CHECK(ha_store_pm_save(s, 1, &row, NULL, &e), "a postmortems row (%s)",
+	      e ? e->message : "ok");
+	pt = run_report(s, &pm);
+	ok = pt && strstr(pt->str, "Events after the last streamed ones: 7 recovered\n") &&
+	     strstr(pt->str, "\nReplay of what had not been streamed (post-mortem partial):"
+		    " into stream 1 from seq 12 (the seam)\n"
+		    "  the guest agent's window: 3 frames not acknowledged\n"
+		    "  the ring buffers: 2 pages no reader had consumed, 7 events\n"
+		    "  the stack map: 4 records not read\n"
+		    "  frames stored: 2, already streamed: 1 (duplicates), events stored: 7\n") &&
+	     strstr(pt->str, "\nThe last 6 events of each CPU before the panic") &&
+	     strstr(pt->str, "\ncpu0: 6 events\n") &&
+	     count_of(pt->str, " [streamed]  ") == 2 && count_of(pt->str, " [recovered]  ") == 4 &&
+	     strstr(pt->str, "\n0.000001500 cpu0 pid 7 [streamed]  kmem/kmalloc: ") &&
+	     strstr(pt->str, "\n0.000002100 cpu0 pid 8 [recovered]  kmem/kmalloc: ");
+	CHECK(ok, "postmortem: the replay's figures and the last 6 events (C, H streamed;"
+	      " D..G recovered): %s", ok ? "ok" : pt ? pt->str : "-");
+
+	pm.json = true;
+	pm.arg = NULL;	/* the default: 5 per CPU */
+	pj = run_report(s, &pm);
+	ok = pj && json_parser_load_from_data(jp, pj->str, (gssize)pj->len, NULL);
+	if (ok) {
+		JsonObject *root = json_node_get_object(json_parser_get_root(jp));
+		JsonObject *r = json_object_get_object_member(root, "postmortem");
+		JsonArray *last = json_object_get_array_member(root, "last_events");
+		JsonArray *evs = NULL;
+		static const uint64_t want_ts[] = { 1505, 2100, 2200, 3000, 3100 };
+
+		ok = r && json_object_get_int_member(r, "stream") == 1 &&
+		     json_object_get_int_member(r, "seam_seq") == 12 &&
+		     json_object_get_int_member(r, "arena_frames") == 3 &&
+		     json_object_get_int_member(r, "ring_pages") == 2 &&
+		     json_object_get_int_member(r, "ring_events") == 7 &&
+		     json_object_get_int_member(r, "map_records") == 4 &&
+		     json_object_get_int_member(r, "frames_stored") == 2 &&
+		     json_object_get_int_member(r, "frames_dup") == 1 &&
+		     json_object_get_int_member(r, "events_stored") == 7 &&
+		     !json_object_has_member(root, "events") && last &&
+		     json_array_get_length(last) == 1;
+		if (ok) {
+			JsonObject *c = json_array_get_object_element(last, 0);
+
+			evs = json_object_get_array_member(c, "events");
+			ok = json_object_get_int_member(c, "cpu") == 0 && evs &&
+			     json_array_get_length(evs) == G_N_ELEMENTS(want_ts);
+		}
+		for (guint i = 0; ok && i < G_N_ELEMENTS(want_ts); i++) {
+			JsonObject *o = json_array_get_object_element(evs, i);
+			JsonObject *st = json_object_get_object_member(o, "stack");
+
+			ok = (uint64_t)json_object_get_int_member(o, "ts") == want_ts[i] &&
+			     json_object_get_boolean_member(o, "recovered") == (i > 0) && st &&
+			     json_object_has_member(st, "kind");
+		}
+		/* the same objects as events --json's */
+		for (guint i = 0; ok && i < G_N_ELEMENTS(want_ts); i++) {
+			g_autoptr(JsonGenerator) gen = json_generator_new();
+			g_autofree char *one = NULL;
+
+			json_generator_set_root(gen, json_array_get_element(evs, i));
+			one = json_generator_to_data(gen, NULL);
+			ok = strstr(ej->str, one) != NULL;
+			if (!ok)
+				printf("# not in events --json: %s\n", one);
+		}
+	}
+	CHECK(ok, "postmortem --json: the row's replay members, last_events of CPU 0 (5 by"
+	      " default, H streamed, D..G recovered) as events --json has them: %s",
+	      ok ? "ok" : pj ? pj->str : "-");
+	{
+		g_autoptr(GString) out = g_string_new(NULL);
+		g_autoptr(GError) be = NULL;
+
+		pm.arg = "many";
+		CHECK(!ha_report(s, &pm, out, &be) && be && strstr(be->message, "per CPU"),
+		      "postmortem many: refused (%s)", be ? be->message : "accepted");
+	}
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("ha-report-cpu-XXXXXX", NULL);
@@ -375,6 +569,7 @@ int main(void)
 	     same(&g_array_index(mid, Got, 1), &g_array_index(all, Got, all->len - 1));
 	CHECK(ok, "pages [0,1) and [1,3) give the whole walk's events (%u + %u of %u),"
 	      " [1,1) none, [2,3) its last 2", lo->len, hi->len, all->len);
+	check_recovered(s);
 
 	ha_store_free(g_steal_pointer(&s));
 	g_unlink(path);
