@@ -158,6 +158,7 @@ static int serve_dir(HaConfig *cfg, const HaWatch *w)
 		g_printerr("host-agent: --socket-dir: %s\n", e->message);
 		return 1;
 	}
+	ha_dir_source_set_postmortem(dir, &w->pm);
 	ha_dir_source_start(dir);
 	g_unix_signal_add(SIGTERM, on_signal, loop);
 	g_unix_signal_add(SIGINT, on_signal, loop);

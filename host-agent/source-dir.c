@@ -39,6 +39,7 @@ struct _HaDirSource {
 	char *dir;
 	char *state_dir;
 	HaLimits limits;
+	HaPmOpts pm;		/* ha_dir_source_set_postmortem(); pm.enabled false: none */
 	unsigned int max_vms;
 	GFileMonitor *mon;
 	guint rescan_timer;
@@ -133,6 +134,8 @@ static void vm_sync_qmp(HaDirSource *d, DirVm *v)
 	if (there && !v->qmp && !v->gone) {
 		v->qmp = ha_qmp_new(path, v->store, v->name);
 		v->qmp_id = id;
+		if (d->pm.enabled)
+			ha_qmp_set_postmortem(v->qmp, &d->pm);
 		ha_qmp_start(v->qmp);
 	}
 }
@@ -277,6 +280,12 @@ static unsigned int fd_budget(void)
 		return HA_DIR_MAX_VMS;
 	return n > FDS_RESERVED + FDS_PER_VM ? (unsigned int)((n - FDS_RESERVED) / FDS_PER_VM) :
 	       1;
+}
+
+void ha_dir_source_set_postmortem(HaDirSource *d, const HaPmOpts *o)
+{
+	d->pm = *o;
+	d->pm.dump_dir = d->state_dir;	/* each VM's core is STATE-DIR/NAME.core */
 }
 
 HaDirSource *ha_dir_source_new(const char *dir, const char *state_dir,

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 
 #include "ingest.h"
+#include "postmortem.h"
 #include "store.h"
 
 typedef struct _HaSource HaSource;
@@ -70,6 +71,12 @@ typedef struct _HaDirSource HaDirSource;
 /* Creates @dir when missing. NULL with @error when it cannot be created or watched. */
 HaDirSource *ha_dir_source_new(const char *dir, const char *state_dir,
 			       const HaLimits *limits, GError **error);
+/*
+ * The post-mortem of a VM whose NAME.qmp is there (qmp.h: a paused panic is dumped
+ * into the state directory as NAME.core and replayed into NAME's store). Call before
+ * ha_dir_source_start(); without it, a panic only marks the boot crashed.
+ */
+void ha_dir_source_set_postmortem(HaDirSource *d, const HaPmOpts *o);
 /* Serves what is there now and follows the directory from then on. */
 void ha_dir_source_start(HaDirSource *d);
 /* Stops every VM's source (recording how each stream ended). */
