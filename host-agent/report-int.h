@@ -6,8 +6,10 @@
  *                      boot selection, symbols, the text and JSON forms of a stack
  *   report-boots.c     boots
  *   report-top.c       top, folded
- *   report-events.c    events (text, JSON, perf-script, folded) and the decoding of a
- *                      boot's pages the event reports share
+ *   report-events.c    events (text, JSON, perf-script, folded), the decoding of a
+ *                      boot's pages the event reports share (ha_rp_decode()) and an
+ *                      event's text and JSON
+ *   report-postmortem.c postmortem
  *   report-cpu.c       ha_report_cpu_events(): one CPU's events, for replication
  *   report-stack.c     stack ID
  *   report-flamegraph.c flamegraph

@@ -12,7 +12,8 @@
  *                range or an event, of those events' stacks (decoded like events)
  *   postmortem   how the boot ended and what its memory said after a panic: the
  *                recovery's status, the panic message, the oops with its backtrace
- *                and the kernel log lines before it (report-postmortem.c)
+ *                and the kernel log lines before it, the replay of what had not been
+ *                streamed, and each CPU's last events (report-postmortem.c)
  *   events --format perf-script: the `perf script` layout (export-perf.h)
  *   events --host-time CLOCK: with each event's time on a host clock and its
  *                uncertainty, from the boot's clock samples (clocksync.h)
@@ -45,7 +46,7 @@
 typedef struct {
 	const char *cmd;	/* boots, top, events, stack, folded */
 	const char *boot;	/* NULL: latest; "all"; a boots.id; a boot_id prefix */
-	const char *arg;	/* stack: the id */
+	const char *arg;	/* stack: the id; postmortem: events per CPU (NULL: 5) */
 	guint limit;		/* top / events: how many (0: default) */
 	const char *vmlinux;	/* optional: file:line and inlines through libdwfl */
 	int64_t since_ns;	/* events: trace-clock range, -1 when open */
