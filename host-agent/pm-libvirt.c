@@ -20,9 +20,13 @@
  *   coredump-restart  the same dump (1.6 s), then RESUMED and the fake reboot
  * A dump of ours waits for that job (virDomainCoreDumpWithFormat takes one too), so
  * with coredump-* or destroy it comes after the guest is gone. Only `preserve` leaves
- * memory for us; with coredump-* the agent logs where libvirt's file goes, and
- * `host-agent recover FILE` reads it (not automatic yet: the directory is qemu.conf's,
- * which a client of libvirtd cannot ask for).
+ * memory for a dump of ours. With coredump-* we read libvirt's file instead, once the
+ * job is past it: the next lifecycle event after CRASHED (STOPPED, RESUMED, STARTED)
+ * says so. It is found by what libvirt names it: in qemu.conf's auto_dump_path
+ * (/etc/libvirt/qemu.conf, qemu:///system only: a session daemon's or a remote one's
+ * directory is not known here), the newest regular file named ID-NAME- (the domain's
+ * id, a dash, at most 20 bytes of its name: virDomainDefGetShortName()) modified at or
+ * after the CRASHED event. It is libvirt's, asked for by the user: never deleted.
  *
  * The dump is libvirtd's (it opens the file and hands QEMU the descriptor), so the
  * core path must be absolute and the state directory on libvirtd's host: a remote
@@ -36,6 +40,7 @@
 #include <inttypes.h>
 #include <libvirt/virterror.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -43,6 +48,7 @@
 #include "store-postmortem.h"
 
 #define PM_SOURCE	"libvirt virDomainCoreDumpWithFormat"
+#define PM_SOURCE_AUTO	"libvirt's own dump (on_crash coredump-*)"
 
 static HaPmOpts pm_opts;	/* ha_lv_pm_configure(); pm_opts.enabled false: none */
 static char *pm_dir;		/* pm_opts.dump_dir, owned, absolute */
@@ -65,6 +71,13 @@ struct _HaLvPm {
 	bool closing;		/* freed while busy: the task's callback frees it */
 	int64_t since_us;	/* the crashed boot's marking is at or after this */
 	int64_t crash_us;	/* monotonic time of CRASHED */
+	int64_t crash_real_us;	/* real time of CRASHED */
+
+	/* coredump-*: libvirt's own dump (top of this file) */
+	char *prefix;		/* "ID-NAME-" of its file name */
+	char *auto_dir;		/* where libvirt writes it, NULL: not known */
+	bool settled;		/* a lifecycle event came after CRASHED: the job is past it */
+	bool awaiting;		/* read libvirt's dump once settled */
 };
 
 /* The worker's input (its own domain reference and copies) and what it found: the
@@ -79,6 +92,11 @@ typedef struct {
 	uint64_t ram;		/* the domain's memory, bytes */
 	int64_t dump_ms;
 	bool no_memory;		/* nothing to dump: the error is a log line, no row */
+	bool libvirt_dumps;	/* on_crash coredump-*: libvirt's dump is read instead */
+	char *auto_dir;		/* its auto_dump_path, NULL when not known */
+	char *found;		/* the second task: libvirt's dump file */
+	int64_t since_s;	/* the second task: newer than this (real time, s) */
+	char *prefix;		/* the second task: "ID-NAME-" */
 } DumpJob;
 
 static void dump_job_free(DumpJob *j)
@@ -87,6 +105,9 @@ static void dump_job_free(DumpJob *j)
 	g_free(j->core);
 	g_free(j->dir);
 	g_free(j->action);
+	g_free(j->auto_dir);
+	g_free(j->found);
+	g_free(j->prefix);
 	g_free(j);
 }
 
@@ -113,6 +134,72 @@ static void set_lv_error(GError **error, const char *what)
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "%s: %s", what, why);
 }
 
+/* libvirt's auto_dump_path for the connection @uri: qemu.conf's, else libvirt's default
+ * (/var/lib/libvirt/qemu/dump); NULL when not a local system daemon. qemu.conf is
+ * root's configuration, read as libvirt's own `key = "value"` lines. */
+static char *auto_dump_dir(const char *uri)
+{
+	g_autofree char *conf = NULL;
+	g_auto(GStrv) lines = NULL;
+	char *dir = NULL;
+
+	if (!uri || !g_str_has_prefix(uri, "qemu:///system"))
+		return NULL;
+	if (g_file_get_contents("/etc/libvirt/qemu.conf", &conf, NULL, NULL)) {
+		lines = g_strsplit(conf, "\n", -1);
+		for (char **l = lines; *l; l++) {
+			char *p = g_strstrip(*l), *q;
+
+			if (!g_str_has_prefix(p, "auto_dump_path"))
+				continue;
+			p = g_strchug(p + strlen("auto_dump_path"));
+			if (*p != '=')
+				continue;
+			p = g_strchug(p + 1);
+			if (*p != '"' || !(q = strchr(p + 1, '"')) || q == p + 1)
+				continue;
+			g_free(dir);	/* the last one counts */
+			dir = g_strndup(p + 1, (gsize)(q - p - 1));
+		}
+	}
+	return dir ? dir : g_strdup("/var/lib/libvirt/qemu/dump");
+}
+
+/* The second task, in a worker thread: the newest regular file of j->auto_dir named
+ * j->prefix... and modified at or after j->since_s. */
+static bool find_in_thread(DumpJob *j, GError **error)
+{
+	g_autoptr(GDir) d = g_dir_open(j->auto_dir, 0, error);
+	const char *name;
+	int64_t best = -1;
+
+	if (!d) {
+		g_prefix_error(error, "libvirt's dump: ");
+		return false;
+	}
+	while ((name = g_dir_read_name(d))) {
+		g_autofree char *path = NULL;
+		struct stat st;
+
+		if (!g_str_has_prefix(name, j->prefix))
+			continue;
+		path = g_build_filename(j->auto_dir, name, NULL);
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_mtime < j->since_s ||
+		    st.st_mtime <= best)
+			continue;
+		best = st.st_mtime;
+		g_free(j->found);
+		j->found = g_steal_pointer(&path);
+	}
+	if (!j->found) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+			    "libvirt's dump: no file %s* in %s written since the crash",
+			    j->prefix, j->auto_dir);
+		return false;
+	}
+	return true;
+}
+
 /* The blocking part, in a worker thread: on_crash, the guards, the dump. */
 static bool dump_in_thread(DumpJob *j, GError **error)
 {
@@ -126,19 +213,22 @@ static bool dump_in_thread(DumpJob *j, GError **error)
 		return false;
 	}
 	j->action = on_crash_of(xml);
+	if (g_str_has_prefix(j->action, "coredump-")) {
+		g_autofree char *uri = virConnectGetURI(virDomainGetConnect(j->dom));
+
+		j->libvirt_dumps = true;
+		j->auto_dir = auto_dump_dir(uri);
+		return true;
+	}
 	if (strcmp(j->action, "preserve") != 0 || virDomainIsActive(j->dom) != 1) {
 		/* libvirt has already destroyed or reset the guest, or will as soon as
 		 * its own dump (coredump-*) is written: see the top of this file. */
 		j->no_memory = true;
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
 			    "on_crash is %s: libvirt %s the guest, no memory to read"
-			    " (<on_crash>preserve</on_crash> keeps it)%s", j->action,
+			    " (<on_crash>preserve</on_crash> keeps it)", j->action,
 			    strcmp(j->action, "preserve") == 0 ? "no longer runs" :
-			    g_str_has_suffix(j->action, "restart") ? "resets" : "destroys",
-			    g_str_has_prefix(j->action, "coredump-") ?
-			    "; libvirt writes its own dump into its auto_dump_path (qemu.conf,"
-			    " by default /var/lib/libvirt/qemu/dump, named ID-NAME-TIME):"
-			    " `host-agent recover FILE` reads it into this boot" : "");
+			    g_str_has_suffix(j->action, "restart") ? "resets" : "destroys");
 		return false;
 	}
 	if (virDomainGetInfo(j->dom, &info) < 0) {
@@ -183,7 +273,9 @@ static void dump_thread(GTask *task, gpointer source, gpointer data, GCancellabl
 {
 	GError *e = NULL;
 
-	if (dump_in_thread(data, &e))
+	DumpJob *j = data;
+
+	if (j->prefix ? find_in_thread(j, &e) : dump_in_thread(j, &e))
 		g_task_return_boolean(task, TRUE);
 	else
 		g_task_return_error(task, e);
@@ -193,16 +285,18 @@ static void pm_destroy(HaLvPm *pm)
 {
 	g_free(pm->label);
 	g_free(pm->core);
+	g_free(pm->prefix);
+	g_free(pm->auto_dir);
 	g_free(pm);
 }
 
 /* A post-mortem that could not read memory: a postmortems row saying why. */
-static void pm_fail(HaLvPm *pm, const char *why)
+static void pm_fail(HaLvPm *pm, const char *source, const char *why)
 {
 	g_autoptr(GError) e = NULL;
 	int64_t boot = ha_store_pm_crashed_boot(pm->store, pm->since_us, &e);
 	HaPmRow row = {
-		.time_us = g_get_real_time(), .source = PM_SOURCE, .status = "failed",
+		.time_us = g_get_real_time(), .source = source, .status = "failed",
 		.message = why, .dump_ms = -1, .recover_ms = -1, .kernel_offset = -1,
 	};
 
@@ -213,6 +307,70 @@ static void pm_fail(HaLvPm *pm, const char *why)
 		g_warning("%s: post-mortem: no crashed boot to record it in", pm->label);
 	else if (!ha_store_pm_save(pm->store, boot, &row, NULL, &e))
 		g_warning("%s: post-mortem: %s", pm->label, e->message);
+}
+
+static void on_dumped(GObject *unused, GAsyncResult *res, gpointer user);
+
+/* The second task: find libvirt's dump (its job is past it: pm->settled). */
+static void start_find(HaLvPm *pm)
+{
+	g_autoptr(GTask) task = g_task_new(NULL, NULL, on_dumped, pm);
+	DumpJob *j = g_new0(DumpJob, 1);
+
+	pm->awaiting = false;
+	j->auto_dir = g_strdup(pm->auto_dir);
+	j->prefix = g_strdup(pm->prefix);
+	j->since_s = pm->crash_real_us / G_USEC_PER_SEC - 1;	/* its mtime's second */
+	g_task_set_task_data(task, j, (GDestroyNotify)dump_job_free);
+	g_task_run_in_thread(task, dump_thread);
+}
+
+/* on_crash coredump-*: libvirt dumps the guest itself; read its file once written. */
+static void read_libvirt_dump(HaLvPm *pm, DumpJob *j)
+{
+	if (!j->auto_dir) {
+		pm->busy = false;
+		g_message("%s: post-mortem: on_crash is %s: libvirt dumps the guest itself,"
+			  " into a directory known only for a local qemu:///system (its"
+			  " qemu.conf auto_dump_path); `host-agent recover FILE` reads it",
+			  pm->label, j->action);
+		return;
+	}
+	g_message("%s: post-mortem: on_crash is %s: libvirt dumps the guest itself into"
+		  " %s; reading its %s* once written", pm->label, j->action, j->auto_dir,
+		  pm->prefix);
+	pm->auto_dir = g_strdup(j->auto_dir);
+	pm->busy = true;	/* until the second task is done */
+	if (pm->settled)
+		start_find(pm);
+	else
+		pm->awaiting = true;
+}
+
+/* The second task's end: read libvirt's dump into the crashed boot, keep the file. */
+static void on_found(HaLvPm *pm, DumpJob *j, GError *find_error)
+{
+	g_autoptr(GError) e = NULL;
+	int64_t boot;
+
+	if (!j->found) {
+		pm_fail(pm, PM_SOURCE_AUTO, find_error->message);
+		return;
+	}
+	g_message("%s: post-mortem: libvirt's dump is %s", pm->label, j->found);
+	boot = ha_store_pm_crashed_boot(pm->store, pm->since_us, &e);
+	if (boot <= 0)
+		g_warning("%s: post-mortem: no crashed boot to join the dump to%s%s",
+			  pm->label, e ? ": " : "", e ? e->message : "");
+	else if (!ha_postmortem_recover(pm->store, boot, j->found, -1, &e))
+		g_warning("%s: post-mortem of boot %" PRId64 ": %s", pm->label, boot,
+			  e->message);
+	else
+		g_message("%s: post-mortem of boot %" PRId64 " ready %.3f s after CRASHED"
+			  " (libvirt's dump)", pm->label, boot,
+			  (double)(g_get_monotonic_time() - pm->crash_us) / 1e6);
+	g_message("%s: post-mortem finished; libvirt's dump stays where libvirt wrote it"
+		  " (on_crash coredump-*)", pm->label);
 }
 
 /* Back on the main loop: read the core into the crashed boot. */
@@ -231,12 +389,20 @@ static void on_dumped(GObject *unused, GAsyncResult *res, gpointer user)
 		pm_destroy(pm);
 		return;
 	}
+	if (dumped && j->libvirt_dumps) {
+		read_libvirt_dump(pm, j);
+		return;
+	}
+	if (j->prefix) {
+		on_found(pm, j, e);
+		return;
+	}
 	if (!dumped && j->no_memory) {
 		g_message("%s: post-mortem: %s", pm->label, e->message);
 		return;
 	}
 	if (!dumped) {
-		pm_fail(pm, e->message);
+		pm_fail(pm, PM_SOURCE, e->message);
 	} else {
 		boot = ha_store_pm_crashed_boot(pm->store, pm->since_us, &e);
 		if (boot <= 0)
@@ -296,10 +462,27 @@ void ha_lv_pm_crashed(HaLvPm *pm, virDomainPtr dom, int64_t alive_since_us)
 	pm->busy = true;
 	pm->since_us = alive_since_us;
 	pm->crash_us = g_get_monotonic_time();
+	pm->crash_real_us = g_get_real_time();
+	pm->settled = pm->awaiting = false;
+	g_free(pm->prefix);
+	/* virDomainDefGetShortName(): the id, a dash, at most 20 bytes of the name */
+	pm->prefix = g_strdup_printf("%d-%.20s-", (int)virDomainGetID(dom),
+				     virDomainGetName(dom));
+	g_free(pm->auto_dir);
+	pm->auto_dir = NULL;
 	task = g_task_new(NULL, NULL, on_dumped, pm);
 	g_task_set_source_tag(task, ha_lv_pm_crashed);
 	g_task_set_task_data(task, j, (GDestroyNotify)dump_job_free);
 	g_task_run_in_thread(task, dump_thread);
+}
+
+void ha_lv_pm_event(HaLvPm *pm, int event)
+{
+	if (!pm || !pm->busy || pm->settled || event == VIR_DOMAIN_EVENT_CRASHED)
+		return;
+	pm->settled = true;	/* libvirt's panic job is past its dump */
+	if (pm->awaiting)
+		start_find(pm);
 }
 
 void ha_lv_pm_free(HaLvPm *pm)

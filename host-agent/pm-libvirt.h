@@ -10,8 +10,11 @@
  *              keeps the crashed guest's memory for us. `destroy` and `restart` have
  *              none left; `coredump-destroy` and `coredump-restart` are libvirt's own
  *              dump, taken in the job that handles the panic before it destroys or
- *              resets the guest: it holds the domain, so a dump of ours can only come
- *              after the guest is gone (see pm-libvirt.c for what libvirt 9.0 does).
+ *              resets the guest: it holds the domain, so a dump of ours could only
+ *              come after the guest is gone. Then libvirt's file is read instead,
+ *              once the next lifecycle event says the job is past it
+ *              (ha_lv_pm_event(); pm-libvirt.c says what libvirt 9.0 does and how
+ *              the file is found), and kept.
  *   guards     the domain's memory (virDomainGetInfo) against --dump-max-mb, and the
  *              state directory's free space against that + 64 MiB, as the QMP path
  *   dump       virDomainCoreDumpWithFormat(RAW, VIR_DUMP_MEMORY_ONLY): QEMU's
@@ -23,7 +26,8 @@
  *
  * Afterwards the domain stays as its on_crash says: `preserve` is the user asking to
  * keep the crashed guest, so it stays crashed (the QMP path's --keep-paused is thus
- * the rule here; `virsh destroy` ends it). The main loop never waits for libvirt: a
+ * the rule here; `virsh destroy` ends it); coredump-* is libvirt destroying or
+ * restarting it after its dump. The main loop never waits for libvirt: a
  * dump still running when the HaLvPm is freed finishes in its thread, its core is
  * deleted, and nothing is stored.
  */
@@ -57,6 +61,10 @@ HaLvPm *ha_lv_pm_new(HaStore *store, const char *label);
  * takes a reference of its own). Ignored while a previous post-mortem runs.
  */
 void ha_lv_pm_crashed(HaLvPm *pm, virDomainPtr dom, int64_t alive_since_us);
+
+/* Every lifecycle event of the domain (VIR_DOMAIN_EVENT_*), after CRASHED's own
+ * handling: one after CRASHED means libvirt's panic job is past its coredump-* dump. */
+void ha_lv_pm_event(HaLvPm *pm, int event);
 
 /* Stop: a dump in flight finishes in its thread, its core deleted, nothing stored. */
 void ha_lv_pm_free(HaLvPm *pm);

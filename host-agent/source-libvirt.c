@@ -182,6 +182,7 @@ static int on_lifecycle(virConnectPtr c, virDomainPtr dom, int event, int detail
 		return 0;
 	g_debug("%s: domain %s: lifecycle event %d detail %d", s->label, s->name, event,
 		detail);
+	ha_lv_pm_event(s->pm, event);	/* before STOPPED's or STARTED's changes */
 	switch (event) {
 	case VIR_DOMAIN_EVENT_STARTED:
 		/* A channel still open belongs to this run (opened while the event was
