@@ -711,7 +711,8 @@ def stream_boot(args, kout, initrd, name, mode, extra=(), seconds=15, late_s=0,
 KLINE = re.compile(r'^\[ *\d+\.\d{6}\] ')
 # The first line of a crash report on the console, as report postmortem starts it.
 CRASH_FIRST = re.compile(r'^\[ *\d+\.\d{6}\] (sysrq: Trigger a crash|BUG: |Oops|'
-                         r'general protection fault|Kernel panic - not syncing)')
+                         r'general protection fault|watchdog: BUG: soft lockup|'
+                         r'Kernel panic - not syncing)')
 
 
 def console_crash_report(text):
