@@ -164,12 +164,20 @@ void ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret)
 	sqlite3_reset(st);
 }
 
-GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, GError **error)
+static void first_ts(const HaEvent *ev, void *user)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, MIN(ts_min) FROM chunks WHERE boot = ?"
-					 " AND recovered = 1 AND ts_min IS NOT NULL AND cpu >= 0"
-					 " AND cpu < 4096 GROUP BY cpu", error);
+	guint64 *ts = user;
+
+	*ts = MIN(*ts, ev->ts);
+}
+
+GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, HaTep *tep, GError **error)
+{
+	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, data, ts_min FROM chunks WHERE"
+					 " boot = ? AND recovered = 1 AND cpu >= 0 AND"
+					 " cpu < 4096 ORDER BY cpu, first_seq, id", error);
 	g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(guint64));
+	guint64 none = G_MAXUINT64;
 	int rc;
 
 	if (!st)
@@ -177,11 +185,25 @@ GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, GError **error)
 	sqlite3_bind_int64(st, 1, boot);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		guint cpu = (guint)sqlite3_column_int64(st, 0);
-		guint64 none = G_MAXUINT64;
+		g_autoptr(GBytes) raw = NULL;
+		const uint8_t *page;
+		uint32_t len;
+		size_t off = 0;
+		guint64 ts = G_MAXUINT64;
 
 		while (a->len <= cpu)
 			g_array_append_val(a, none);
-		g_array_index(a, guint64, cpu) = (guint64)MAX(sqlite3_column_int64(st, 1), 0);
+		if (g_array_index(a, guint64, cpu) != G_MAXUINT64)
+			continue;	/* the CPU's first recovered event is known */
+		if (ha_tep_ready(tep))
+			raw = ha_chunk_decompress(sqlite3_column_blob(st, 1),
+						  (size_t)sqlite3_column_bytes(st, 1), NULL);
+		while (raw && ts == G_MAXUINT64 && ha_chunk_next_page(raw, &off, &page, &len))
+			ha_tep_walk_page(tep, page, len, first_ts, &ts, NULL);
+		/* pages that do not parse: the chunk's range, which may start earlier */
+		if (ts == G_MAXUINT64 && sqlite3_column_type(st, 2) != SQLITE_NULL)
+			ts = (guint64)MAX(sqlite3_column_int64(st, 2), 0);
+		g_array_index(a, guint64, cpu) = ts;
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
@@ -201,7 +223,7 @@ bool ha_rp_boot_load(HaStore *s, int64_t boot, HaDwarf *dw, HaRpBoot *ret, GErro
 	ret->gaps = ha_report_gaps(s, boot, error);
 	if (!ret->gaps)
 		return false;
-	ret->recovered_from = ha_rp_recovered_from(s, boot, error);
+	ret->recovered_from = ha_rp_recovered_from(s, boot, ret->tep, error);
 	return ret->recovered_from != NULL;
 }
 

@@ -123,12 +123,15 @@ typedef struct {
 
 /*
  * Per CPU (a GArray of guint64, by CPU), the trace-clock time from which that CPU's
- * events were recovered from the crashed guest's memory: the smallest ts_min of its
- * chunks marked recovered (store.h), G_MAXUINT64 for a CPU without. A CPU's recovered
- * chunks hold events strictly newer than every one it streamed (the seam), so an
- * event at or after it is recovered. NULL with @error on a store error.
+ * events were recovered from the crashed guest's memory: the time of the first ring
+ * event of its first chunk marked recovered (store.h; by seq), G_MAXUINT64 for a CPU
+ * without. A CPU's recovered chunks hold events strictly newer than every one it
+ * streamed (the seam), so an event at or after it is recovered. Not the chunks'
+ * ts_min: that also counts streamed events whose stack event was recovered (they
+ * are paired, and counted, where their stack arrives). @tep parses the pages. NULL
+ * with @error on a store error.
  */
-GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, GError **error);
+GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, HaTep *tep, GError **error);
 
 /* What ha_rp_on_paired() appends to. */
 typedef struct {
