@@ -1421,9 +1421,11 @@ def main():
     ap.add_argument('--ticker', required=True,
                     help='e2s-ticker (static, built by meson: tests/e2e-stream/e2s-ticker)')
     ap.add_argument('--crash-runs', type=int, default=3, help='crashes in scenario crash')
-    ap.add_argument('--panics', default='null',
+    ap.add_argument('--panics', default='null,timer,lockup',
                     help='scenario postmortem: the panics, in order, comma-separated'
-                    ' (%s; CI: null)' % ', '.join(sorted(PM_CONTEXTS)))
+                    ' (%s; CI: null,timer,lockup: process, interrupt and watchdog'
+                    ' context; scenario crash panics by sysrq-c)'
+                    % ', '.join(sorted(PM_CONTEXTS)))
     ap.add_argument('--bits', type=int, default=14,
                     help='scenario resetbench: ftrace_stackmap.bits= (default 14)')
     ap.add_argument('--kernel-out', help='scenario resetbench: boot this build-kernel'
