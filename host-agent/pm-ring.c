@@ -148,8 +148,7 @@ static bool emit_page(Walk *w, uint32_t cpu, uint64_t bpage, uint32_t from,
 	commit = get32(w->page + w->d[RD_DP_COMMIT]) & w->d[RD_WRITE_MASK];
 	if (commit > data_max) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-			    "cpu %u: page %#" PRIx64 " commits %u bytes of %u", cpu, bpage,
-			    commit, data_max);
+			    "page %#" PRIx64 " commits %u bytes of %u", bpage, commit, data_max);
 		return false;
 	}
 	if (from >= commit)
@@ -157,7 +156,7 @@ static bool emit_page(Walk *w, uint32_t cpu, uint64_t bpage, uint32_t from,
 	if (!ha_pm_ring_walk(w->page + data_off, commit, from, ts, &ts_from, &events) ||
 	    !ha_pm_ring_walk(w->page + data_off, commit, commit, ts, &ts, &all)) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-			    "cpu %u: page %#" PRIx64 " holds a malformed event", cpu, bpage);
+			    "page %#" PRIx64 " holds a malformed event", bpage);
 		return false;
 	}
 	/* PAGE payload: cpu, reserved, then the page header and its committed bytes */
@@ -186,7 +185,8 @@ static bool walk_cpu(Walk *w, uint32_t cpu, uint64_t cb, GError **error)
 {
 	uint64_t reader, commit_page, head_hint, nr_pages, page, head = 0, next;
 	uint32_t cpu_seen, read;
-	g_autoptr(GHashTable) seen = g_hash_table_new(g_int64_hash, g_int64_equal);
+	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+							   g_free, NULL);
 	uint64_t mask = w->d[RD_FLAG_MASK];
 
 	if (!ha_kvmem_u32(w->m, cb + w->d[RD_CPU_CPU], &cpu_seen, error) ||
@@ -197,8 +197,7 @@ static bool walk_cpu(Walk *w, uint32_t cpu, uint64_t cb, GError **error)
 		return false;
 	if (cpu_seen != cpu || nr_pages == 0 || nr_pages > HA_PM_RING_MAX_PAGES) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-			    "cpu %u: its buffer says cpu %u, %" PRIu64 " pages", cpu,
-			    cpu_seen, nr_pages);
+			    "its buffer says cpu %u, %" PRIu64 " pages", cpu_seen, nr_pages);
 		return false;
 	}
 	/* 1. the reader page, from the index the reader consumed it to */
@@ -223,7 +222,7 @@ static bool walk_cpu(Walk *w, uint32_t cpu, uint64_t cb, GError **error)
 	}
 	if (!head) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-			    "cpu %u: no head page in %" PRIu64 " pages", cpu, nr_pages);
+			    "no head page in %" PRIu64 " pages", nr_pages);
 		return false;
 	}
 	/* 3. from the head page to the commit page, each whole */
@@ -231,8 +230,8 @@ static bool walk_cpu(Walk *w, uint32_t cpu, uint64_t cb, GError **error)
 	for (uint64_t i = 0;; i++) {
 		if (i > nr_pages || !g_hash_table_add(seen, g_memdup2(&page, 8))) {
 			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-				    "cpu %u: the commit page is not within %" PRIu64
-				    " pages of the head", cpu, nr_pages);
+				    "the commit page is not within %" PRIu64
+				    " pages of the head", nr_pages);
 			return false;
 		}
 		if (!emit_page(w, cpu, page, 0, error))
@@ -318,8 +317,9 @@ bool ha_pm_ring_recover(HaKvmem *m, const HaVmci *vi, uint32_t nr_cpus,
 		if (!ha_kvmem_u64(m, buffers + 8ull * cpu, &cb, &e) ||
 		    (cb && !walk_cpu(&w, cpu, cb, &e))) {
 			st->cpus_failed++;
+			/* one place names the CPU: most messages are kvmem.h's */
 			if (!st->why)
-				st->why = g_strdup(e->message);
+				st->why = g_strdup_printf("cpu %u: %s", cpu, e->message);
 			continue;
 		}
 		st->cpus += cb != 0;
