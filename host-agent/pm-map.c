@@ -21,6 +21,7 @@ enum {
 };
 #define SD_OFFSET_MAX		8192u
 #define ELTS_PER_READ		64u
+#define BACKLOG_STEP		(64u << 10)
 
 typedef struct {
 	HaKvmem *m;
@@ -114,9 +115,16 @@ static bool put_gen(Map *mp, uint64_t gen, uint32_t from, uint64_t *count,
 	return true;
 }
 
-/* The records queued for the reader, from each chunk's read offset. */
+/*
+ * The records queued for the reader, from each chunk's read offset. A chunk is
+ * read in steps of BACKLOG_STEP bytes, so that what is allocated is what the dump
+ * holds, whatever size the chunk claims; a chunk seen twice (a loop) ends the walk.
+ * On failure, the whole chunks before the one that failed stay in mp->recs.
+ */
 static bool put_backlog(Map *mp, uint64_t head, GError **error)
 {
+	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+							   g_free, NULL);
 	uint64_t node, total = 0;
 	uint32_t chunks = 0;
 
@@ -124,12 +132,13 @@ static bool put_backlog(Map *mp, uint64_t head, GError **error)
 		return false;
 	while (node != head) {
 		uint64_t chunk = node - mp->d[SD_CHUNK_LIST], size, off;
-		guint at;
+		guint at = mp->recs->len;
 
-		if (++chunks > HA_PM_MAP_MAX_CHUNKS) {
+		if (++chunks > HA_PM_MAP_MAX_CHUNKS ||
+		    !g_hash_table_add(seen, g_memdup2(&node, 8))) {
 			g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-				    "the reader's backlog has over %u chunks (a loop?)",
-				    HA_PM_MAP_MAX_CHUNKS);
+				    "the reader's backlog loops at chunk %#" PRIx64
+				    " or has over %u chunks", chunk, HA_PM_MAP_MAX_CHUNKS);
 			return false;
 		}
 		if (!ha_kvmem_u64(mp->m, chunk + mp->d[SD_CHUNK_SIZE], &size, error) ||
@@ -142,12 +151,17 @@ static bool put_backlog(Map *mp, uint64_t head, GError **error)
 			return false;
 		}
 		total += size;
-		at = mp->recs->len;
-		g_byte_array_set_size(mp->recs, at + (guint)(size - off));
-		if (!ha_kvmem_read(mp->m, chunk + mp->d[SD_CHUNK_DATA] + off,
-				   mp->recs->data + at, size - off, error)) {
-			g_byte_array_set_size(mp->recs, at);
-			return false;
+		for (uint64_t pos = off; pos < size;) {
+			guint end = mp->recs->len;
+			uint64_t n = MIN(size - pos, BACKLOG_STEP);
+
+			g_byte_array_set_size(mp->recs, end + (guint)n);
+			if (!ha_kvmem_read(mp->m, chunk + mp->d[SD_CHUNK_DATA] + pos,
+					   mp->recs->data + end, n, error)) {
+				g_byte_array_set_size(mp->recs, at);
+				return false;
+			}
+			pos += n;
 		}
 		if (!ha_kvmem_u64(mp->m, node, &node, error))
 			return false;
@@ -209,7 +223,6 @@ bool ha_pm_map_recover(HaKvmem *m, const HaVmci *vi, HaPmFrames *frames,
 	uint32_t delta_next, cur_tag;
 	uint8_t active;
 	Map mp = { .m = m, .recs = recs };
-	bool ok;
 
 	if (!load_layout(&mp, vi, &smap, error))
 		return false;
@@ -237,27 +250,28 @@ bool ha_pm_map_recover(HaKvmem *m, const HaVmci *vi, HaPmFrames *frames,
 		return false;
 	}
 	st->epoch = epoch;
-	/* 1 and 2: what the reader had not read of ended epochs */
-	ok = true;
-	if (active) {
-		ok = put_backlog(&mp, smap + mp.d[SD_SM_DELTA_BACKLOG], &e);
-		if (ok && delta_gen != cur) {
-			if (delta_gen != gen0 && delta_gen != gen0 + mp.d[SD_GEN_SIZE]) {
-				g_set_error(&e, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-					    "the reader's map %#" PRIx64 " is neither map",
-					    delta_gen);
-				ok = false;
-			} else {
-				ok = put_gen(&mp, delta_gen, delta_next, &st->unread_records,
-					     &e);
-			}
-		}
-	}
-	if (ok && !ha_pm_frames_add_deltas(frames, recs->data, recs->len,
-					   &st->backlog_records, &st->epochs, &e))
-		ok = false;
-	if (!ok) {
+	/*
+	 * 1 and 2: what the reader had not read of ended epochs. Each part stops at
+	 * what is corrupted in it; the whole records read before are kept.
+	 */
+	if (active && !put_backlog(&mp, smap + mp.d[SD_SM_DELTA_BACKLOG], &e)) {
 		st->why = g_strdup_printf("the delta reader's backlog: %s", e->message);
+		g_clear_error(&e);
+	}
+	if (active && delta_gen != cur) {
+		if (delta_gen != gen0 && delta_gen != gen0 + mp.d[SD_GEN_SIZE])
+			g_set_error(&e, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+				    "the reader's map %#" PRIx64 " is neither map", delta_gen);
+		else
+			put_gen(&mp, delta_gen, delta_next, &st->unread_records, &e);
+		if (e && !st->why)
+			st->why = g_strdup_printf("the previous map: %s", e->message);
+		g_clear_error(&e);
+	}
+	if (!ha_pm_frames_add_deltas(frames, recs->data, recs->len, &st->backlog_records,
+				     &st->epochs, &e)) {
+		if (!st->why)
+			st->why = g_strdup_printf("the delta reader's backlog: %s", e->message);
 		g_clear_error(&e);
 	}
 	/* 3: the epoch in effect and the whole current map */
