@@ -188,6 +188,7 @@ static bool walk_cpu(Walk *w, uint32_t cpu, uint64_t cb, GError **error)
 	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_int64_hash, g_int64_equal,
 							   g_free, NULL);
 	uint64_t mask = w->d[RD_FLAG_MASK];
+	g_autoptr(GError) reader_error = NULL;
 
 	if (!ha_kvmem_u32(w->m, cb + w->d[RD_CPU_CPU], &cpu_seen, error) ||
 	    !ha_kvmem_u64(w->m, cb + w->d[RD_CPU_NR_PAGES], &nr_pages, error) ||
@@ -200,21 +201,28 @@ static bool walk_cpu(Walk *w, uint32_t cpu, uint64_t cb, GError **error)
 			    "its buffer says cpu %u, %" PRIu64 " pages", cpu_seen, nr_pages);
 		return false;
 	}
-	/* 1. the reader page, from the index the reader consumed it to */
-	if (!ha_kvmem_u32(w->m, reader + w->d[RD_BP_READ], &read, error) ||
-	    !emit_page(w, cpu, reader, read, error))
-		return false;
+	/*
+	 * 1. the reader page, from the index the reader consumed it to. When it cannot
+	 * be read, the pages after it still can: they are kept, and the CPU is reported
+	 * failed for the reader page's events.
+	 */
+	if (!ha_kvmem_u32(w->m, reader + w->d[RD_BP_READ], &read, &reader_error) ||
+	    !emit_page(w, cpu, reader, read, &reader_error))
+		g_prefix_error(&reader_error, "the reader page: ");
 	if (reader == commit_page)
-		return true;	/* the writer is on the reader page: nothing else unread */
+		goto out;	/* the writer is on the reader page: nothing else unread */
 	/*
 	 * 2. the head page: the one the pointer flagged RB_PAGE_HEAD points to (the
-	 * kernel's rb_set_head_page() looks for it the same way, from its hint).
+	 * kernel's rb_set_head_page() looks for it the same way, from its hint). A
+	 * writer that was moving the head when the guest stopped left the pointer
+	 * flagged RB_PAGE_UPDATE instead (rb_head_page_replace()): the page it points
+	 * to is still the head, the move had not happened.
 	 */
 	page = head_hint;
 	for (uint64_t i = 0; i <= nr_pages; i++) {
 		if (!rd_ptr(w, page + w->d[RD_BP_LIST], &next, error))
 			return false;
-		if ((next & mask) == w->d[RD_PAGE_HEAD]) {
+		if (next & mask) {
 			head = (next & ~mask) - w->d[RD_BP_LIST];
 			break;
 		}
@@ -237,11 +245,17 @@ static bool walk_cpu(Walk *w, uint32_t cpu, uint64_t cb, GError **error)
 		if (!emit_page(w, cpu, page, 0, error))
 			return false;
 		if (page == commit_page)
-			return true;
+			break;
 		if (!rd_ptr(w, page + w->d[RD_BP_LIST], &next, error))
 			return false;
 		page = (next & ~mask) - w->d[RD_BP_LIST];
 	}
+out:
+	if (reader_error) {
+		g_propagate_error(error, g_steal_pointer(&reader_error));
+		return false;
+	}
+	return true;
 }
 
 bool ha_pm_ring_recover(HaKvmem *m, const HaVmci *vi, uint32_t nr_cpus,
