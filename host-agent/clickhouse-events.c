@@ -127,6 +127,7 @@ static void on_event(const HaReportEvent *e, void *user)
 	ha_rb_u64(x->ev.rows, (uint64_t)e->stack_id);
 	ha_rb_u64(x->ev.rows, key);
 	ha_rb_u64(x->ev.rows, x->version);
+	ha_rb_u8(x->ev.rows, e->recovered);
 	x->st->events++;
 	ha_ch_batch_row_done(&x->ev, &x->error);
 }

@@ -328,12 +328,13 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 		last = g_strdup_printf("%" PRIu64, v);
 	}
 	ef = event_filter(o, last);
-	sql = g_strdup_printf("SELECT ts, cpu, pid, event, fields, stack FROM events FINAL"
+	sql = g_strdup_printf("SELECT ts, cpu, pid, event, fields, stack, recovered FROM"
+			      " events FINAL"
 			      " WHERE %s AND %s ORDER BY ts DESC, cpu DESC, page DESC, idx DESC"
 			      " LIMIT %u", key->str, ef, limit);
 	ssql = g_strdup_printf("SELECT stack, folded, json FROM event_stacks FINAL WHERE %s",
 			       key->str);
-	evs = ha_ch_query_rows(c, sql, 6, error);
+	evs = ha_ch_query_rows(c, sql, 7, error);
 	srows = evs ? ha_ch_query_rows(c, ssql, 3, error) : NULL;
 	if (!srows)
 		return false;
@@ -388,12 +389,15 @@ static bool ch_boot_events(HaCh *c, const HaChReportOpts *o, gchar **b, guint li
 				json_builder_add_value(el, json_node_copy(s->json));
 			else
 				json_builder_add_null_value(el);
+			json_builder_set_member_name(el, "recovered");
+			json_builder_add_boolean_value(el, !strcmp(f[6], "1"));
 			json_builder_end_object(el);
 			ha_json_array_add(&arr, el);
 		} else {
-			g_string_append_printf(out, "%" PRIu64 ".%09" PRIu64 " cpu%s pid %s  %s\n"
+			g_string_append_printf(out, "%" PRIu64 ".%09" PRIu64 " cpu%s pid %s%s  %s\n"
 					       "    %s\n", ts / 1000000000u, ts % 1000000000u, f[1],
-					       f[2], text, s ? s->folded : "[stack not shipped]");
+					       f[2], !strcmp(f[6], "1") ? " [recovered]" : "", text,
+					       s ? s->folded : "[stack not shipped]");
 		}
 	}
 	if (o->json)

@@ -29,6 +29,11 @@ static inline void ha_rb_u64(GByteArray *b, uint64_t v)
 	g_byte_array_append(b, le, 8);
 }
 
+static inline void ha_rb_u8(GByteArray *b, uint8_t v)
+{
+	g_byte_array_append(b, &v, 1);
+}
+
 static inline void ha_rb_u32(GByteArray *b, uint32_t v)
 {
 	uint8_t le[4];

@@ -147,7 +147,7 @@ static const char *const schema[] = {
 	" host String, domain String, boot String, cpu UInt32, page UInt64, idx UInt32,"
 	" ts UInt64, host_us Int64, host_uncert_us Int64, event String, pid Int32,"
 	" fields String,"
-	" stack_id Int64, stack UInt64, version UInt64)"
+	" stack_id Int64, stack UInt64, version UInt64, recovered UInt8)"
 	" ENGINE = ReplacingMergeTree(version) ORDER BY (host, domain, boot, cpu, page, idx)",
 	/* stack: FNV-1a 64 of json (clickhouse-events.c), a key within one boot */
 	"CREATE TABLE IF NOT EXISTS event_stacks ("
@@ -272,9 +272,25 @@ bool ha_ch_schema(HaCh *c, GError **error)
 {
 	if (c->schema_ok)
 		return true;
+	g_autoptr(GPtrArray) have = NULL;
+
 	for (gsize i = 0; i < G_N_ELEMENTS(schema); i++)
 		if (!ha_ch_query(c, schema[i], NULL, 0, NULL, error))
 			return false;
+	/*
+	 * events.recovered (1: replayed from a crashed guest's memory, report events'
+	 * "recovered") came later: an older host-agent's table gets it last, where a new
+	 * one's has it. Debian's ClickHouse (18.16) has no ADD COLUMN IF NOT EXISTS.
+	 */
+	have = ha_ch_query_rows(c, "SELECT count() FROM system.columns WHERE database ="
+				" currentDatabase() AND table = 'events' AND name = 'recovered'",
+				1, error);
+	if (!have)
+		return false;
+	if (have->len == 1 && !strcmp(((gchar **)have->pdata[0])[0], "0") &&
+	    !ha_ch_query(c, "ALTER TABLE events ADD COLUMN recovered UInt8", NULL, 0, NULL,
+			 error))
+		return false;
 	c->schema_ok = true;
 	return true;
 }
