@@ -46,16 +46,19 @@ int arena_init(struct arena *ar, struct win *w, const char *pagemap)
 		arena_done(ar);
 		return -ENOMEM;
 	}
-	if (mlock(map, len) == 0) {
+	if (mlock(map, len) == 0)
 		ar->locked = true;
-	} else {
-		/* still worth announcing: a guest without swap keeps the pages anyway;
-		 * write to each page so that it has its own frame (not the zero page) */
+	else
+		/* still worth announcing: a guest without swap keeps the pages anyway */
 		log_warning("cannot lock the window in memory (%s): its pages may move or "
 			    "be swapped out, which a post-mortem would miss", strerror(errno));
-		for (size_t off = 0; off < len; off += ps)
-			((volatile uint8_t *)map)[off] = ((uint8_t *)map)[off];
-	}
+	/*
+	 * Write to each page so that it has its own frame (not the shared zero page):
+	 * mlock() faults them in, but a failed one does not, nor does a sanitizer's
+	 * mlock(), which only pretends (AddressSanitizer ignores mlock).
+	 */
+	for (size_t off = 0; off < len; off += ps)
+		((volatile uint8_t *)map)[off] = ((uint8_t *)map)[off];
 	ar->pagemap_fd = open(pagemap, O_RDONLY | O_CLOEXEC);
 	if (ar->pagemap_fd < 0)
 		log_warning("cannot open %s (%s): post-mortem recovery of the window is off",
