@@ -215,11 +215,12 @@ static void append_replay(GString *out, const PmRow *pm)
 	g_string_append_printf(out, "\nReplay of what had not been streamed (post-mortem %s):"
 			       " into stream %" PRId64 " from seq %" PRId64 " (the seam)\n",
 			       pm->status ? pm->status : "?", pm->stream, pm->seam_seq);
-	g_string_append_printf(out, "  the guest agent's window: %" PRId64 " frames not"
-			       " acknowledged\n", pm->arena_frames);
+	g_string_append_printf(out, "  the guest agent's window: %" PRId64 " frames found"
+			       " (acknowledged ones too, until overwritten)\n", pm->arena_frames);
 	g_string_append_printf(out, "  the ring buffers: %" PRId64 " pages no reader had"
 			       " consumed, %" PRId64 " events\n", pm->ring_pages, pm->ring_events);
-	g_string_append_printf(out, "  the stack map: %" PRId64 " records not read\n",
+	g_string_append_printf(out, "  the stack map: %" PRId64 " records (those not read,"
+			       " and the live map whole)\n",
 			       pm->map_records);
 	g_string_append_printf(out, "  frames stored: %" PRId64 ", already streamed: %" PRId64
 			       " (duplicates), events stored: %" PRId64 "\n",

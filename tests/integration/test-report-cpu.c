@@ -356,9 +356,10 @@ static void check_recovered(HaStore *s)
 	ok = pt && strstr(pt->str, "Events after the last streamed ones: 7 recovered\n") &&
 	     strstr(pt->str, "\nReplay of what had not been streamed (post-mortem partial):"
 		    " into stream 1 from seq 12 (the seam)\n"
-		    "  the guest agent's window: 3 frames not acknowledged\n"
+		    "  the guest agent's window: 3 frames found (acknowledged ones too, until"
+		    " overwritten)\n"
 		    "  the ring buffers: 2 pages no reader had consumed, 7 events\n"
-		    "  the stack map: 4 records not read\n"
+		    "  the stack map: 4 records (those not read, and the live map whole)\n"
 		    "  frames stored: 2, already streamed: 1 (duplicates), events stored: 7\n") &&
 	     strstr(pt->str, "\nThe last 6 events of each CPU before the panic") &&
 	     strstr(pt->str, "\ncpu0: 6 events\n") &&
