@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "le.h"
+
 typedef struct {
 	uint64_t paddr, offset, size;	/* size: file bytes (p_filesz) */
 } Load;
@@ -38,22 +40,6 @@ static uint16_t le16(const uint8_t *p)
 
 	memcpy(&v, p, 2);
 	return GUINT16_FROM_LE(v);
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return GUINT32_FROM_LE(v);
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return GUINT64_FROM_LE(v);
 }
 
 /* @len bytes of the file at @off: false when they are not all there. */
@@ -91,10 +77,10 @@ static bool parse_notes(HaCore *c, size_t off, size_t end, GError **error)
 {
 	while (end - off >= 12) {
 		const uint8_t *h = c->note_bytes + off;
-		uint32_t namesz = le32(h), descsz = le32(h + 4);
+		uint32_t namesz = ha_le32(h), descsz = ha_le32(h + 4);
 		size_t nalign = ((size_t)namesz + 3) & ~(size_t)3;
 		size_t dalign = ((size_t)descsz + 3) & ~(size_t)3;
-		Note n = { .type = le32(h + 8) };
+		Note n = { .type = ha_le32(h + 8) };
 
 		off += 12;
 		if (nalign > end - off || dalign > end - off - nalign) {
@@ -138,7 +124,7 @@ static bool core_parse(HaCore *c, GError **error)
 			    "not an x86-64 little-endian ELF core");
 		return false;
 	}
-	phoff = le64(eh + 32);
+	phoff = ha_le64(eh + 32);
 	phentsize = le16(eh + 54);
 	phnum = le16(eh + 56);
 	if (phentsize != sizeof(ph)) {
@@ -148,7 +134,7 @@ static bool core_parse(HaCore *c, GError **error)
 	}
 	if (phnum == PN_XNUM) {
 		/* more than 65534 segments: the count is section header 0's sh_info */
-		uint64_t shoff = le64(eh + 40);
+		uint64_t shoff = ha_le64(eh + 40);
 		uint8_t sh[64];
 
 		if (le16(eh + 58) != sizeof(sh) || !file_read(c, shoff, sh, sizeof(sh))) {
@@ -156,7 +142,7 @@ static bool core_parse(HaCore *c, GError **error)
 				    "PN_XNUM without a readable section header 0");
 			return false;
 		}
-		phnum = le32(sh + 44);
+		phnum = ha_le32(sh + 44);
 	}
 	if (phnum == 0 || phnum > HA_CORE_MAX_PHDRS) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
@@ -177,10 +163,10 @@ static bool core_parse(HaCore *c, GError **error)
 				    "cannot read program header %u", i);
 			return false;
 		}
-		type = le32(ph);
-		off = le64(ph + 8);
-		paddr = le64(ph + 24);
-		filesz = le64(ph + 32);
+		type = ha_le32(ph);
+		off = ha_le64(ph + 8);
+		paddr = ha_le64(ph + 24);
+		filesz = ha_le64(ph + 32);
 		if (type != PT_LOAD && type != PT_NOTE)
 			continue;
 		if (off > c->size || filesz > c->size - off) {

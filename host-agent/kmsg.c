@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "le.h"
+
 /* kernel/printk/printk_ringbuffer.h: the state is the top two bits of state_var */
 #define DESC_SV_BITS		64
 #define DESC_FLAGS_SHIFT	(DESC_SV_BITS - 2)
@@ -83,14 +85,6 @@ static bool layout_load(const HaVmci *vi, Layout *l, GError **error)
 		return false;
 	}
 	return true;
-}
-
-static uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return GUINT64_FROM_LE(v);
 }
 
 static void record_clear(gpointer p)
@@ -192,7 +186,7 @@ HaKmsg *ha_kmsg_recover(HaKvmem *m, const HaVmci *vi, GError **error)
 			k->skipped++;
 			continue;
 		}
-		sv = ld64(desc + l.d_state_var + l.counter);
+		sv = ha_le64(desc + l.d_state_var + l.counter);
 		/* reusable: a record the ring dropped (or prb_init()'s placeholder that
 		 * tail_id starts at), not a loss; reserved: one being written, lost */
 		if ((sv & DESC_ID_MASK) == id && DESC_STATE(sv) == DESC_REUSABLE)
@@ -202,14 +196,14 @@ HaKmsg *ha_kmsg_recover(HaKvmem *m, const HaVmci *vi, GError **error)
 			k->skipped++;
 			continue;
 		}
-		begin = ld64(desc + l.d_text_lpos + l.lpos_begin);
-		next = ld64(desc + l.d_text_lpos + l.lpos_next);
+		begin = ha_le64(desc + l.d_text_lpos + l.lpos_begin);
+		next = ha_le64(desc + l.d_text_lpos + l.lpos_next);
 		if (!data_block(begin, next, size_bits, data, &addr, &size)) {
 			k->skipped++;
 			continue;
 		}
-		r.seq = ld64(info + l.i_seq);
-		r.ts_nsec = ld64(info + l.i_ts_nsec);
+		r.seq = ha_le64(info + l.i_seq);
+		r.ts_nsec = ha_le64(info + l.i_ts_nsec);
 		memcpy(&r.caller_id, info + l.i_caller_id, 4);
 		r.caller_id = GUINT32_FROM_LE(r.caller_id);
 		tlen = (uint64_t)info[l.i_text_len] | (uint64_t)info[l.i_text_len + 1] << 8;
@@ -220,7 +214,7 @@ HaKmsg *ha_kmsg_recover(HaKvmem *m, const HaVmci *vi, GError **error)
 		}
 		got = MIN(tlen, size - 8);
 		text = g_malloc(8 + got);
-		if (!ha_kvmem_read(m, addr, text, 8 + got, &e) || ld64(text) != id) {
+		if (!ha_kvmem_read(m, addr, text, 8 + got, &e) || ha_le64(text) != id) {
 			g_free(text);	/* unreadable, or the block is another record's */
 			k->skipped++;
 			continue;

@@ -6,19 +6,9 @@
 #include <gio/gio.h>
 #include <string.h>
 
+#include "le.h"
 #include "pm-arena.h"
 #include "proto.h"
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 typedef struct {
 	uint64_t seq;
@@ -45,20 +35,20 @@ static bool frame_at(const uint8_t *p, size_t room, uint32_t *ret_len, uint64_t 
 	uint32_t plen, crc;
 
 	*ret_bad = false;
-	if (room < SMP_HDR_SIZE || get32(p) != SMP_MAGIC)
+	if (room < SMP_HDR_SIZE || ha_le32(p) != SMP_MAGIC)
 		return false;
-	if (smp_crc32c(0, p, 28) != get32(p + 28) || p[4] != SMP_VERSION_MAJOR) {
+	if (smp_crc32c(0, p, 28) != ha_le32(p + 28) || p[4] != SMP_VERSION_MAJOR) {
 		*ret_bad = true;
 		return false;
 	}
-	plen = get32(p + 8);
+	plen = ha_le32(p + 8);
 	if (plen > SMP_MAX_PAYLOAD || plen > room - SMP_HDR_SIZE || plen > *budget) {
 		*ret_bad = true;
 		return false;
 	}
 	*budget -= plen;
 	crc = smp_crc32c(smp_crc32c(0, p, 24), p + SMP_HDR_SIZE, plen);
-	if (crc != get32(p + 24)) {
+	if (crc != ha_le32(p + 24)) {
 		*ret_bad = true;
 		return false;
 	}
@@ -90,7 +80,7 @@ GBytes *ha_pm_arena_scan(const uint8_t *map, size_t len, HaPmArenaScan *ret,
 	/* the HELLO: a whole frame of its own, of a stream (PROTOCOL.md 4.1) */
 	budget = SMP_ARENA_HELLO_SLOT;
 	if (!h.hello || !frame_at(h.hello, h.hello_len, &hlen, &budget, &bad) ||
-	    hlen != h.hello_len || h.hello[6] != SMP_HELLO || get64(h.hello + 16) != 0 ||
+	    hlen != h.hello_len || h.hello[6] != SMP_HELLO || ha_le64(h.hello + 16) != 0 ||
 	    smp_hello_decode(&hello, h.hello + SMP_HDR_SIZE, hlen - SMP_HDR_SIZE) < 0) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "the agent's window holds no valid HELLO (%s)",
@@ -126,10 +116,10 @@ GBytes *ha_pm_arena_scan(const uint8_t *map, size_t len, HaPmArenaScan *ret,
 			off++;
 			continue;
 		}
-		if (get64(p + 16) == 0 || get64(p + 16) > SMP_SEQ_MAX) {
+		if (ha_le64(p + 16) == 0 || ha_le64(p + 16) > SMP_SEQ_MAX) {
 			st.unsequenced++;
 		} else {
-			Found f = { .seq = get64(p + 16), .off = off, .len = flen };
+			Found f = { .seq = ha_le64(p + 16), .off = off, .len = flen };
 
 			g_array_append_val(found, f);
 		}

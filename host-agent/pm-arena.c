@@ -6,16 +6,10 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "le.h"
 #include "pm-arena.h"
 #include "proto.h"
 #include "store-ingest.h"
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 
 GBytes *ha_pm_arena_read(HaCore *core, const HaArenaList *l, GError **error)
 {
@@ -55,8 +49,8 @@ bool ha_pm_arena_replay(HaStore *store, const HaLimits *limits, const char *doma
 
 	/* the stream starts with the HELLO ha_pm_arena_scan() checked: of @boot? */
 	if (len < SMP_HDR_SIZE + SMP_HELLO_FIXED || buf[6] != SMP_HELLO ||
-	    smp_hello_decode(&h, buf + SMP_HDR_SIZE, get32(buf + 8)) < 0 ||
-	    get32(buf + 8) > len - SMP_HDR_SIZE) {
+	    smp_hello_decode(&h, buf + SMP_HDR_SIZE, ha_le32(buf + 8)) < 0 ||
+	    ha_le32(buf + 8) > len - SMP_HDR_SIZE) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "the recovered stream does not start with a HELLO");
 		return false;

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "le.h"
 #include "proto.h"
 
 /* struct ftrace_stackmap_dump_info (patch 0014, kernel/trace/trace_stackmap.c), v1 */
@@ -33,22 +34,6 @@ typedef struct {
 void ha_pm_map_stats_clear(HaPmMapStats *st)
 {
 	g_clear_pointer(&st->why, g_free);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return GUINT32_FROM_LE(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return GUINT64_FROM_LE(v);
 }
 
 static void put_epoch(Map *mp, uint64_t epoch, uint64_t ts)
@@ -90,8 +75,8 @@ static bool put_gen(Map *mp, uint64_t gen, uint32_t from, uint64_t *count,
 			return false;
 		for (uint32_t i = 0; i < n; i++) {
 			const uint8_t *e = buf + (size_t)i * d_es;
-			uint32_t nr = get32(e + mp->d[SD_ELT_NR]);
-			uint32_t slot = get32(e + mp->d[SD_ELT_SLOT]);
+			uint32_t nr = ha_le32(e + mp->d[SD_ELT_NR]);
+			uint32_t slot = ha_le32(e + mp->d[SD_ELT_SLOT]);
 			uint64_t addr = elts + (uint64_t)(base + i) * d_es, val;
 			guint at;
 
@@ -104,7 +89,7 @@ static bool put_gen(Map *mp, uint64_t gen, uint32_t from, uint64_t *count,
 			if (val != addr || nr == 0 || nr > mp->d[SD_MAX_DEPTH])
 				continue;
 			for (uint32_t k = 0; k < nr; k++)
-				ips[k] = get64(e + mp->d[SD_ELT_IPS] + 8 * k);
+				ips[k] = ha_le64(e + mp->d[SD_ELT_IPS] + 8 * k);
 			at = mp->recs->len;
 			g_byte_array_set_size(mp->recs, at + SMP_DELTA_HDR_SIZE + 8 * nr);
 			smp_delta_put_stack(mp->recs->data + at, SMP_DELTA_HDR_SIZE + 8 * nr,
@@ -184,7 +169,7 @@ static bool load_layout(Map *mp, const HaVmci *vi, uint64_t *ret_smap, GError **
 	if (!ha_kvmem_read(mp->m, info, raw, sizeof(raw), error))
 		return false;
 	for (int i = 0; i < SD_NR; i++)
-		mp->d[i] = get32(raw + 4 * i);
+		mp->d[i] = ha_le32(raw + 4 * i);
 	if (mp->d[SD_MAGIC] != SM_DUMP_MAGIC || mp->d[SD_VERSION] != SM_DUMP_VERSION ||
 	    mp->d[SD_SIZE] < sizeof(raw)) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "le.h"
 #include "proto.h"
 
 /* struct ring_buffer_dump_info (patch 0014, kernel/trace/ring_buffer.c), version 1 */
@@ -31,22 +32,6 @@ void ha_pm_ring_stats_clear(HaPmRingStats *st)
 	g_clear_pointer(&st->why, g_free);
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return GUINT32_FROM_LE(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return GUINT64_FROM_LE(v);
-}
-
 bool ha_pm_ring_walk(const uint8_t *data, uint32_t commit, uint32_t upto, uint64_t ts,
 		     uint64_t *ret_ts, uint64_t *ret_events)
 {
@@ -58,7 +43,7 @@ bool ha_pm_ring_walk(const uint8_t *data, uint32_t commit, uint32_t upto, uint64
 
 		if (commit - off < 4)
 			return false;
-		w = get32(data + off);
+		w = ha_le32(data + off);
 		type = w & 0x1f;
 		delta = w >> 5;
 		switch (type) {
@@ -71,7 +56,7 @@ bool ha_pm_ring_walk(const uint8_t *data, uint32_t commit, uint32_t upto, uint64
 			/* a discarded event: its delta still counts (kbuffer does so) */
 			if (commit - off < 8)
 				return false;
-			len = get32(data + off + 4);
+			len = ha_le32(data + off + 4);
 			if (len > commit - off - 4)
 				return false;
 			ts += delta;
@@ -82,9 +67,9 @@ bool ha_pm_ring_walk(const uint8_t *data, uint32_t commit, uint32_t upto, uint64
 			if (commit - off < 8)
 				return false;
 			if (type == RB_TYPE_TIME_EXTEND)
-				ts += ((uint64_t)get32(data + off + 4) << 27) | delta;
+				ts += ((uint64_t)ha_le32(data + off + 4) << 27) | delta;
 			else
-				ts = ((((uint64_t)get32(data + off + 4) << 27) | delta) &
+				ts = ((((uint64_t)ha_le32(data + off + 4) << 27) | delta) &
 				      ~RB_TS_MSB) | (ts & RB_TS_MSB);
 			len = 8;
 			break;
@@ -92,7 +77,7 @@ bool ha_pm_ring_walk(const uint8_t *data, uint32_t commit, uint32_t upto, uint64
 			if (type == 0) {
 				if (commit - off < 8)
 					return false;
-				len = get32(data + off + 4);
+				len = ha_le32(data + off + 4);
 				if (len > commit - off - 4 || len < 4)
 					return false;
 				len += 4;
@@ -143,9 +128,9 @@ static bool emit_page(Walk *w, uint32_t cpu, uint64_t bpage, uint32_t from,
 	if (!rd_ptr(w, bpage + w->d[RD_BP_PAGE], &dpage, error) ||
 	    !ha_kvmem_read(w->m, dpage, w->page, w->page_size, error))
 		return false;
-	ts = get64(w->page + w->d[RD_DP_TIME_STAMP]);
+	ts = ha_le64(w->page + w->d[RD_DP_TIME_STAMP]);
 	/* local_t commit: only the low 20 bits are an index (RB_WRITE_MASK) */
-	commit = get32(w->page + w->d[RD_DP_COMMIT]) & w->d[RD_WRITE_MASK];
+	commit = ha_le32(w->page + w->d[RD_DP_COMMIT]) & w->d[RD_WRITE_MASK];
 	if (commit > data_max) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "page %#" PRIx64 " commits %u bytes of %u", bpage, commit, data_max);
@@ -280,7 +265,7 @@ bool ha_pm_ring_recover(HaKvmem *m, const HaVmci *vi, uint32_t nr_cpus,
 	if (!ha_kvmem_read(m, info, raw, sizeof(raw), error))
 		return false;
 	for (int i = 0; i < RD_NR; i++)
-		w.d[i] = get32(raw + 4 * i);
+		w.d[i] = ha_le32(raw + 4 * i);
 	if (w.d[RD_MAGIC] != RB_DUMP_MAGIC || w.d[RD_VERSION] != RB_DUMP_VERSION ||
 	    w.d[RD_SIZE] < sizeof(raw) || w.d[RD_LONG_SIZE] != 8) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,

@@ -12,6 +12,7 @@
 
 #include "ingest-arena.h"
 #include "kvmem.h"
+#include "le.h"
 #include "pm-arena.h"
 #include "pm-frames.h"
 #include "pm-map.h"
@@ -56,12 +57,6 @@ static void why_add(GString *why, const char *fmt, ...)
 	va_start(ap, fmt);
 	g_string_append_vprintf(why, fmt, ap);
 	va_end(ap);
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
 }
 
 /*
@@ -125,7 +120,7 @@ static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const 
 		return false;
 	}
 	/* the stream starts with a whole HELLO frame (checked by the scan or built here) */
-	if (smp_hello_decode(&h, all->data + SMP_HDR_SIZE, le32(all->data + 4)) < 0) {
+	if (smp_hello_decode(&h, all->data + SMP_HDR_SIZE, ha_le32(all->data + 4)) < 0) {
 		why_add(why, "the replay's HELLO does not decode");
 		return false;
 	}
