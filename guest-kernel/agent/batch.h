@@ -2,7 +2,9 @@
 /*
  * batch.h - the output staging buffer: whole frames are copied in, and go out in
  * write() calls of at most BATCH_WRITE_MAX bytes (the virtio console takes at most
- * 32 KiB per write and drops nothing it accepted).
+ * 32 KiB per write and drops nothing it accepted). Window frames sent for the first
+ * time with nothing ahead of them skip it (session.c writes them straight from the
+ * window); it takes the rest of such a frame that a short write cut.
  *
  * The buffer holds whole frames, except that its head may be the rest of a frame
  * already partly written: so anything appended (a HELLO, a resent frame) always starts

@@ -163,14 +163,28 @@ unsigned agent_collect(struct agent *a)
 		struct ring_cpu *c = &a->rings->cpus[i];
 
 		for (int k = 0; k < COLLECT_MAX_PAGES; k++) {
+			uint32_t room = (uint32_t)(SMP_PAGE_FIXED + a->rings->page_size);
 			const uint8_t *page;
+			uint8_t *f = NULL;
 			int missed = 0;
+			uint64_t ts;
 			int r;
 
 			if (agent_holding(a))
 				return pages;
-			r = ring_read_page(a->rings, c, &page);
-
+			/*
+			 * Read the page straight into a frame of the window when one fits
+			 * without dropping anything (no copy of our own); a full window
+			 * drops its oldest frames only for a page that was read.
+			 */
+			if (win_fits(a->win, room) && win_reserve(a->win, room, &f) < 0)
+				f = NULL;
+			r = ring_read_page(a->rings, c,
+					   f ? f + SMP_HDR_SIZE + SMP_PAGE_FIXED : NULL, &page);
+			if (f && (r != 1 || page != f + SMP_HDR_SIZE + SMP_PAGE_FIXED)) {
+				win_cancel(a->win);
+				f = NULL;
+			}
 			if (r == 0)
 				break;
 			if (r < 0) {
@@ -179,15 +193,18 @@ unsigned agent_collect(struct agent *a)
 				break;
 			}
 			pages++;
-			r = stream_page(a->win, &a->pl, c->cpu, page, a->rings->page_size,
-					&missed);
+			/* the page header starts with its first event's time stamp */
+			memcpy(&ts, page, sizeof(ts));
+			if (f)
+				r = stream_page_reserved(a->win, &a->pl, c->cpu, f,
+							 a->rings->page_size, &missed);
+			else
+				r = stream_page(a->win, &a->pl, c->cpu, page,
+						a->rings->page_size, &missed);
 			if (r == 1) {
 				struct win_stats ws;
-				uint64_t ts;
 
 				a->c.pages++;
-				/* the page header starts with its first event's time stamp */
-				memcpy(&ts, page, sizeof(ts));
 				win_get_stats(a->win, &ws);
 				latency_page(&a->lat, ws.next_seq - 1, ts);
 			}

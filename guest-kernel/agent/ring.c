@@ -91,10 +91,33 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 	return 0;
 }
 
-int ring_read_page(struct rings *rs, struct ring_cpu *c, const uint8_t **ret_page)
+int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
+		   const uint8_t **ret_page)
 {
 	if (c->fd < 0)
 		return 0;
+	while (dst && c->fill == 0) {
+		ssize_t n = read(c->fd, dst, rs->page_size);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return negerrno();
+		}
+		if (n == 0)
+			return 0;
+		c->bytes += (size_t)n;
+		if ((size_t)n == rs->page_size) {
+			c->pages++;
+			*ret_page = dst;
+			return 1;
+		}
+		/* short: the rest of this page comes with the next reads */
+		memcpy(c->page, dst, (size_t)n);
+		c->fill = (size_t)n;
+	}
 	while (c->fill < rs->page_size) {
 		ssize_t n = read(c->fd, c->page + c->fill, rs->page_size - c->fill);
 

@@ -8,6 +8,10 @@
  * waits for full pages. A short read is completed by the next ones (the kernel hands
  * out the rest of the same page), so a page is only returned whole.
  *
+ * The caller may give the place where the page should end up (a frame reserved in the
+ * window): a whole page read in one read() lands there with no copy of its own. Only
+ * the rare short read goes through the CPU's own page buffer.
+ *
  * Wake-ups: poll() on trace_pipe_raw honours buffer_percent (50% by default), which
  * would delay data by up to half a buffer; the all-CPU `trace_pipe` file polls with no
  * threshold, so it is the wake-up source when it exists (it is never read). Otherwise
@@ -40,8 +44,13 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 	       struct rings **ret);
 void rings_close(struct rings *rs);
 
-/* Read the next whole page of @c. 1 and *ret_page (valid until the next call), 0 when
- * the buffer is empty for now, -errno. */
-int ring_read_page(struct rings *rs, struct ring_cpu *c, const uint8_t **ret_page);
+/*
+ * Read the next whole page of @c. 1 and *ret_page (valid until the next call), 0 when
+ * the buffer is empty for now, -errno. With @dst (rs->page_size bytes), a page read
+ * whole in one read() is read into @dst and *ret_page is @dst; otherwise *ret_page is
+ * the CPU's own page buffer (a short read, completed by the next ones).
+ */
+int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
+		   const uint8_t **ret_page);
 
 #endif

@@ -2,6 +2,7 @@
 /*
  * session.c - handshake, ACKs and output of one connection (see session.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -291,8 +292,9 @@ static void fill(struct session *s)
 		const uint8_t *f;
 		uint32_t len;
 		uint64_t seq;
+		int resend;
 
-		f = win_next(s->win, &len, &seq, NULL);
+		f = win_next(s->win, &len, &seq, &resend);
 		if (!f || (s->stall_seq && seq >= s->stall_seq))
 			break;
 		if (len - SMP_HDR_SIZE > s->host_max_payload) {
@@ -303,6 +305,9 @@ static void fill(struct session *s)
 			win_sent(s->win);
 			continue;
 		}
+		/* with nothing ahead of it, a first send goes straight from the window */
+		if (batch_pending(&s->out) == 0 && !resend && len <= BATCH_WRITE_MAX)
+			break;
 		if (batch_add(&s->out, f, len) < 0)
 			break;
 		win_sent(s->win);
@@ -334,6 +339,63 @@ bool sess_want_write(struct session *s)
 	return ws.send_seq < ws.next_seq;
 }
 
+/*
+ * With the batch empty: write the run of frames from the send cursor that lie next to
+ * each other in the window's arena, sent for the first time, up to BATCH_WRITE_MAX
+ * bytes, in one write straight from the window (no copy into the batch). The frame a
+ * short write cuts is finished from the batch: it may leave the window (dropped when
+ * the window is full) before the rest is written. Returns 1 when bytes were written,
+ * 0 when there is no such frame, -EAGAIN or the writer's error.
+ */
+static int write_direct(struct session *s, batch_write_fn fn, void *ctx)
+{
+	const uint8_t *run = NULL;
+	struct win_stats ws;
+	size_t total = 0, done = 0;
+	uint64_t seq;
+	ssize_t n;
+
+	if (s->state != SESS_UP || win_gap_from(s->win))
+		return 0;
+	win_get_stats(s->win, &ws);
+	for (seq = ws.send_seq > ws.oldest_seq ? ws.send_seq : ws.oldest_seq;; seq++) {
+		uint32_t len;
+		const uint8_t *f = win_frame(s->win, seq, &len);
+
+		if (!f || seq <= ws.sent_hi || (s->stall_seq && seq >= s->stall_seq) ||
+		    len - SMP_HDR_SIZE > s->host_max_payload ||
+		    total + len > BATCH_WRITE_MAX || (run && f != run + total))
+			break;
+		if (!run)
+			run = f;
+		total += len;
+	}
+	if (!total)
+		return 0;
+	n = fn(ctx, run, total);
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -EAGAIN;
+	s->out.writes++;
+	s->out.bytes += (size_t)n;
+	while (done < (size_t)n) {
+		uint32_t len;
+		const uint8_t *f = win_next(s->win, &len, &seq, NULL);
+
+		if (done + len > (size_t)n) {
+			/* cannot fail: the batch is empty and holds a largest frame */
+			int r = batch_add(&s->out, f + ((size_t)n - done), done + len - (size_t)n);
+
+			assert(r == 0);
+			(void)r;
+		}
+		win_sent(s->win);
+		done += len;
+	}
+	return 1;
+}
+
 int sess_flush(struct session *s, batch_write_fn fn, void *ctx)
 {
 	for (;;) {
@@ -343,8 +405,12 @@ int sess_flush(struct session *s, batch_write_fn fn, void *ctx)
 		    win_gap_from(s->win) && !s->stall_seq)
 			return SESS_FLUSH_GAP;
 		fill(s);
-		if (batch_pending(&s->out) == 0)
-			return 0;
+		if (batch_pending(&s->out) == 0) {
+			r = write_direct(s, fn, ctx);
+			if (r <= 0)
+				return r;
+			continue;
+		}
 		r = batch_flush(&s->out, fn, ctx);
 		if (r < 0)
 			return r;

@@ -116,7 +116,10 @@ void sess_stall(struct session *s, uint64_t seq);
 /* Anything to write now? */
 bool sess_want_write(struct session *s);
 /*
- * Move frames into the output batch and write them: 0 when all is out, -EAGAIN when
+ * Write what is due: HELLO, TIME_REPLY, ARENA and resent frames through the output
+ * batch; window frames sent for the first time, when nothing is ahead of them, in
+ * runs of frames adjacent in the window, straight from it (one write of at most
+ * BATCH_WRITE_MAX bytes each, no copy). 0 when all is out, -EAGAIN when
  * the writer would block, or the writer's error. No frame beyond a gap is taken:
  * SESS_FLUSH_GAP when everything before it is out (win_gap_from()), and what the host
  * lacks must go ahead of the frames after it (agent_after_gap()); then flush again.

@@ -58,34 +58,67 @@ int page_wire_len(const struct page_layout *pl, const uint8_t *page, size_t len,
 	return 0;
 }
 
-int stream_page(struct win *w, const struct page_layout *pl, uint32_t cpu,
-		const uint8_t *page, size_t len, int *ret_missed)
+/* The bytes of @page that go on the wire (0: none), as page_wire_len() and at least
+ * the minimum a PAGE carries. */
+static int page_send_len(const struct page_layout *pl, const uint8_t *page, size_t len,
+			 size_t *ret_len, int *ret_missed)
 {
-	struct smp_page m = { .cpu = cpu, .data = NULL };
 	size_t n;
-	uint8_t *f;
-	long plen;
 	int r;
 
 	r = page_wire_len(pl, page, len, &n, ret_missed);
 	if (r < 0)
 		return r;
-	if (n == 0)
-		return 0;
-	if (n < SMP_PAGE_HDR_MIN)
+	if (n && n < SMP_PAGE_HDR_MIN)
 		n = SMP_PAGE_HDR_MIN <= len ? SMP_PAGE_HDR_MIN : n;
-	m.data_len = n;
-	r = win_reserve(w, (uint32_t)(SMP_PAGE_FIXED + n), &f);
-	if (r < 0)
-		return r;
-	memcpy(f + SMP_HDR_SIZE + SMP_PAGE_FIXED, page, n);
-	plen = smp_page_encode(&m, f + SMP_HDR_SIZE, SMP_PAGE_FIXED + n);
+	*ret_len = n;
+	return 0;
+}
+
+/* Encode the PAGE fixed part in front of the @n page bytes at frame + SMP_HDR_SIZE +
+ * SMP_PAGE_FIXED and commit the frame, or cancel it. */
+static int page_commit(struct win *w, uint32_t cpu, uint8_t *f, size_t n)
+{
+	struct smp_page m = { .cpu = cpu, .data = NULL, .data_len = n };
+	long plen = smp_page_encode(&m, f + SMP_HDR_SIZE, SMP_PAGE_FIXED + n);
+
 	if (plen < 0) {
 		win_cancel(w);
 		return (int)plen;
 	}
 	win_commit(w, SMP_PAGE, (uint32_t)plen);
 	return 1;
+}
+
+int stream_page(struct win *w, const struct page_layout *pl, uint32_t cpu,
+		const uint8_t *page, size_t len, int *ret_missed)
+{
+	size_t n;
+	uint8_t *f;
+	int r;
+
+	r = page_send_len(pl, page, len, &n, ret_missed);
+	if (r < 0 || n == 0)
+		return r;
+	r = win_reserve(w, (uint32_t)(SMP_PAGE_FIXED + n), &f);
+	if (r < 0)
+		return r;
+	memcpy(f + SMP_HDR_SIZE + SMP_PAGE_FIXED, page, n);
+	return page_commit(w, cpu, f, n);
+}
+
+int stream_page_reserved(struct win *w, const struct page_layout *pl, uint32_t cpu,
+			 uint8_t *frame, size_t len, int *ret_missed)
+{
+	size_t n;
+	int r;
+
+	r = page_send_len(pl, frame + SMP_HDR_SIZE + SMP_PAGE_FIXED, len, &n, ret_missed);
+	if (r < 0 || n == 0) {
+		win_cancel(w);
+		return r;
+	}
+	return page_commit(w, cpu, frame, n);
 }
 
 /*

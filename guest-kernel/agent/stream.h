@@ -48,6 +48,15 @@ int page_wire_len(const struct page_layout *pl, const uint8_t *page, size_t len,
 int stream_page(struct win *w, const struct page_layout *pl, uint32_t cpu,
 		const uint8_t *page, size_t len, int *ret_missed);
 
+/*
+ * The same for a page read straight into the window: @frame is the frame reserved by
+ * win_reserve() with room for SMP_PAGE_FIXED + @len payload bytes, the page at
+ * frame + SMP_HDR_SIZE + SMP_PAGE_FIXED. Commits the frame cut to the page's wire
+ * length (1), or cancels the reservation (0: empty page; -errno).
+ */
+int stream_page_reserved(struct win *w, const struct page_layout *pl, uint32_t cpu,
+			 uint8_t *frame, size_t len, int *ret_missed);
+
 /* Counters of stream_delta(). */
 struct delta_counts {
 	uint64_t stacks;	/* stack records */

@@ -214,6 +214,14 @@ static long find_space(const struct win *w, size_t need)
 	return -1;
 }
 
+bool win_fits(const struct win *w, uint32_t payload_len)
+{
+	size_t need = (size_t)SMP_HDR_SIZE + payload_len;
+
+	return payload_len <= SMP_MAX_PAYLOAD && w->count < w->max_frames &&
+	       find_space(w, need) >= 0;
+}
+
 int win_reserve(struct win *w, uint32_t payload_len, uint8_t **ret_frame)
 {
 	size_t need = (size_t)SMP_HDR_SIZE + payload_len;

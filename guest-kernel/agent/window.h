@@ -71,6 +71,12 @@ void win_free(struct win *w);
  * -EMSGSIZE when the frame can never fit.
  */
 int win_reserve(struct win *w, uint32_t payload_len, uint8_t **ret_frame);
+/*
+ * Would a frame of @payload_len bytes of payload fit now without dropping any held
+ * frame? (For a caller that reserves before it knows whether it has anything to put
+ * there, as a ring-buffer read straight into the window: it reserves only then.)
+ */
+bool win_fits(const struct win *w, uint32_t payload_len);
 /* Seal the reserved frame (@payload_len <= the reserved size). Returns its seq. */
 uint64_t win_commit(struct win *w, uint8_t type, uint32_t payload_len);
 

@@ -18,6 +18,8 @@
 struct fake_port {
 	uint8_t *buf;
 	size_t len, cap;
+	const void *data[256];	/* where each of the first writes took its bytes from */
+	size_t data_len[256];
 	size_t budget;		/* bytes accepted before -EAGAIN; SIZE_MAX: unlimited */
 	size_t max_write;	/* largest write seen */
 	unsigned writes;
@@ -42,6 +44,10 @@ static ssize_t fake_write(void *ctx, const void *data, size_t len)
 	}
 	memcpy(p->buf + p->len, data, len);
 	p->len += len;
+	if (p->writes < 256) {
+		p->data[p->writes] = data;
+		p->data_len[p->writes] = len;
+	}
 	if (p->budget != SIZE_MAX)
 		p->budget -= len;
 	p->writes++;
@@ -498,8 +504,106 @@ static void test_time(void)
 	free(p.buf);
 }
 
+/*
+ * Frames sent for the first time with nothing ahead of them go to the port straight
+ * from the window: each such write starts at a frame of the window and holds whole
+ * frames that lie next to each other there, at most 32 KiB. A short write that cuts a
+ * frame leaves its rest in the batch, which stays right even when the window then
+ * drops that frame and reuses its bytes; resent frames go through the batch.
+ */
+static void test_direct_writes(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+	struct win_stats ws;
+	unsigned direct = 0, whole = 1, bad = 0;
+	uint32_t len;
+
+	win_new(300u * 1024, 4096, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	fill_window(w, 20, 4000);
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	welcome(&s, 1);
+	free(p.buf);
+	memset(&p, 0, sizeof(p));
+	p.budget = SIZE_MAX;
+	is_int(sess_flush(&s, fake_write, &p), 0, "flush 20 frames");
+	for (unsigned i = 0; i < p.writes && i < 256; i++) {
+		uint64_t seq = 0;
+
+		/* find the frame the write starts at */
+		for (uint64_t q = 1; q <= 20; q++)
+			if (win_frame(w, q, &len) == p.data[i])
+				seq = q;
+		if (seq)
+			direct++;
+		if (p.data_len[i] > 32768 || p.data_len[i] % (SMP_HDR_SIZE + 4000))
+			whole = 0;
+	}
+	is_int(direct, p.writes, "every write came straight from the window (%u)", p.writes);
+	ok(whole, "... of whole frames, at most 32 KiB each");
+	is_int(p.writes, 3, "20 frames of 4 KB in 3 writes (8 + 8 + 4)");
+	decode_all(&p, &seen);
+	is_int(seen.errors + (seen.n != 20), 0, "20 frames decode cleanly");
+
+	/* resent frames (after a reconnect) are copied through the batch */
+	is_int(ack(&s, 10), 0, "ACK 10");
+	sess_down(&s);
+	free(p.buf);
+	memset(&p, 0, sizeof(p));
+	p.budget = SIZE_MAX;
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);		/* HELLO */
+	welcome(&s, 11);
+	is_int(sess_flush(&s, fake_write, &p), 0, "resend 11..20 after a reconnect");
+	for (unsigned i = 1; i < p.writes && i < 256; i++)
+		for (uint64_t q = 11; q <= 20; q++)
+			if (win_frame(w, q, &len) == p.data[i])
+				bad++;
+	is_int(bad, 0, "no resent frame went straight from the window");
+	decode_all(&p, &seen);
+	is_int(seen.errors, 0, "... the stream decodes cleanly");
+	ok(seen.n == 11 && seen.seqs[1] == 11 && (seen.flags[1] & SMP_FLAG_RESENT) &&
+	   (seen.flags[10] & SMP_FLAG_RESENT), "... HELLO and 11..20 flagged RESENT (%u)",
+	   seen.n);
+
+	/* a short write cuts frame 23; then the window drops it and reuses its bytes */
+	is_int(ack(&s, 20), 0, "ACK 20");
+	free(p.buf);
+	memset(&p, 0, sizeof(p));
+	fill_window(w, 10, 4000);
+	p.budget = 2 * (SMP_HDR_SIZE + 4000) + 100;
+	is_int(sess_flush(&s, fake_write, &p), -EAGAIN, "the port takes 2 frames and a bit");
+	ok(p.writes == 1 && p.data[0] == win_frame(w, 21, &len), "... straight from the "
+	   "window");
+	ok(batch_pending(&s.out) >= SMP_HDR_SIZE + 4000 - 100 &&
+	   memcmp(s.out.buf + s.out.off, win_frame(w, 23, &len) + 100, len - 100) == 0,
+	   "the cut frame's rest heads the batch");
+	fill_window(w, 80, 4000);	/* more than the window: frame 23 is dropped */
+	win_get_stats(w, &ws);
+	ok(ws.oldest_seq > 23, "frame 23 left the window (oldest %llu)",
+	   (unsigned long long)ws.oldest_seq);
+	p.budget = SIZE_MAX;
+	is_int(sess_flush(&s, fake_write, &p), SESS_FLUSH_GAP, "rest written, then the gap");
+	decode_all(&p, &seen);
+	is_int(seen.errors, 0, "the stream decodes cleanly: the cut frame ended from the batch");
+	for (unsigned i = 0; i < seen.n; i++)
+		if (seen.seqs[i] != i + 21)
+			bad++;
+	is_int(bad, 0, "frames 21..%u in order", 20 + seen.n);
+	ok(seen.n >= 3, "the cut frame 23 arrived whole (%u frames)", seen.n);
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
 int main(void)
 {
+	test_direct_writes();
 	test_time();
 	test_handshake_and_batching();
 	test_disconnect_resend();

@@ -3,13 +3,17 @@
  * test-stream.c - the frame builders: a ring-buffer page cut after its committed
  * bytes (flags masked, the stored missed-events count kept), delta records split into
  * STACKS frames of whole records and one EPOCH frame per epoch record, in order, text
- * chunked on line boundaries, and the small messages decoding back with proto/.
+ * chunked on line boundaries, and the small messages decoding back with proto/; and
+ * a page read straight into a frame of the window (ring.h), whole or after short reads.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proto.h"
+#include "ring.h"
 #include "stream.h"
 #include "tap.h"
 #include "window.h"
@@ -379,8 +383,88 @@ static void test_small_messages(void)
 	win_free(w);
 }
 
+/*
+ * A whole page read in one read() lands in the frame reserved for it (no copy), and
+ * stream_page_reserved() cuts that frame to the page's committed bytes; a short read
+ * goes through the CPU's own buffer until the page is whole; an empty ring cancels
+ * the reservation.
+ */
+static void test_page_in_place(void)
+{
+	struct page_layout pl;
+	struct ring_cpu c = { .cpu = 1 };
+	struct rings rs = { .cpus = &c, .count = 1, .page_size = 4096, .wake_fd = -1 };
+	uint32_t room = SMP_PAGE_FIXED + 4096;
+	const uint8_t *page = NULL;
+	struct smp_page sp;
+	struct got g = { 0 };
+	struct win *w;
+	uint8_t src[4096], *f;
+	int fds[2], missed = 0;
+
+	page_layout_default(&pl, 4096);
+	c.page = malloc(4096);
+	if (pipe(fds) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0)
+		return;
+	c.fd = fds[0];
+	win_new(1u << 20, 64, &w);
+
+	make_page(src, 100, 0x42);
+	is_int(write(fds[1], src, 4096), 4096, "a whole page in the ring");
+	ok(win_fits(w, room), "a page's frame fits without a drop");
+	is_int(win_reserve(w, room, &f), 0, "frame reserved");
+	is_int(ring_read_page(&rs, &c, f + SMP_HDR_SIZE + SMP_PAGE_FIXED, &page), 1,
+	       "page read");
+	ok(page == f + SMP_HDR_SIZE + SMP_PAGE_FIXED, "... straight into the frame");
+	is_int(stream_page_reserved(w, &pl, 1, f, 4096, &missed), 1, "frame committed");
+
+	/* an empty ring: the reservation is given up, nothing committed */
+	is_int(win_reserve(w, room, &f), 0, "frame reserved");
+	is_int(ring_read_page(&rs, &c, f + SMP_HDR_SIZE + SMP_PAGE_FIXED, &page), 0,
+	       "empty ring: no page");
+	win_cancel(w);
+
+	/* a page in two pieces: the first read is short, the page comes from c.page */
+	make_page(src, 200, 0x43);
+	is_int(write(fds[1], src, 1000), 1000, "a part of a page");
+	is_int(win_reserve(w, room, &f), 0, "frame reserved");
+	is_int(ring_read_page(&rs, &c, f + SMP_HDR_SIZE + SMP_PAGE_FIXED, &page), 0,
+	       "short read: no page yet");
+	win_cancel(w);
+	is_int(write(fds[1], src + 1000, 3096), 3096, "the rest of it");
+	is_int(win_reserve(w, room, &f), 0, "frame reserved");
+	is_int(ring_read_page(&rs, &c, f + SMP_HDR_SIZE + SMP_PAGE_FIXED, &page), 1,
+	       "page completed");
+	ok(page == c.page && memcmp(page, src, 4096) == 0, "... whole, in the CPU's buffer");
+	win_cancel(w);
+	is_int(stream_page(w, &pl, 1, page, 4096, &missed), 1, "framed by copy");
+
+	/* an empty page read in place: no frame */
+	make_page(src, 0, 0);
+	is_int(write(fds[1], src, 4096), 4096, "an empty page");
+	is_int(win_reserve(w, room, &f), 0, "frame reserved");
+	is_int(ring_read_page(&rs, &c, f + SMP_HDR_SIZE + SMP_PAGE_FIXED, &page), 1,
+	       "page read");
+	is_int(stream_page_reserved(w, &pl, 1, f, 4096, &missed), 0, "empty: no frame");
+
+	drain(w, &g);
+	is_int(g.n, 2, "two frames");
+	ok(g.n == 2 && smp_page_decode(&sp, g.payload[0], g.len[0]) == 0 && sp.cpu == 1 &&
+	   sp.data_len == 116 && sp.data[16] == 0x42 && sp.data[115] == 0x42,
+	   "the in-place frame: cpu 1, header + 100 bytes");
+	ok(g.n == 2 && smp_page_decode(&sp, g.payload[1], g.len[1]) == 0 &&
+	   sp.data_len == 216 && sp.data[215] == 0x43, "the copied frame: header + 200 bytes");
+	is_int(c.pages, 3, "three pages counted");
+	got_free(&g);
+	win_free(w);
+	close(fds[0]);
+	close(fds[1]);
+	free(c.page);
+}
+
 int main(void)
 {
+	test_page_in_place();
 	test_pages();
 	test_delta();
 	test_text();
