@@ -22,7 +22,10 @@
  * sent but stay above F (the next chunk, or the end of the stream, may pair their
  * events), and are sent again when P or the signature moved, with a newer version.
  * When the signature moved the U pages are sent again too; once the boot ended, a CPU
- * whose U overflowed is sent again from page 0. The watermark moves only after
+ * whose U overflowed is sent again from page 0. A boot that ended 'crashed' keeps its
+ * U pages, the last chunk's included: its post-mortem (postmortem.h) replays what was
+ * not streamed after the end, which may pair or resolve them (and moves the
+ * signature's pairing state). The watermark moves only after
  * ClickHouse confirmed a window's rows: a kill at any instant sends a window again,
  * the same keys, which the newer version replaces: no loss, no duplicate.
  */
@@ -51,6 +54,7 @@ typedef struct {
 	uint64_t ts0;		/* and the guest time of its first stored event */
 	uint64_t version;	/* 0 until this ship sends something */
 	bool ended;
+	bool crashed;		/* ended 'crashed': a post-mortem may still add to it */
 	GHashTable *sent;	/* stack hashes sent in this ship (uint64_t *) */
 	uint64_t tail_first;	/* the first page of a CPU's newest chunk seen, or MAX */
 	GArray *unres;		/* uint64_t pages with an unresolved event */
@@ -84,7 +88,10 @@ static void on_event(const HaReportEvent *e, void *user)
 		nlen = 0, colon = NULL;
 	if (!x->ended && e->tail && e->page < x->tail_first)
 		x->tail_first = e->page;
-	if (!x->ended && !e->tail && (!strcmp(e->stack_kind, "unresolved") || e->waiting) &&
+	/* a crashed boot's post-mortem may still pair or resolve its last events
+	 * (postmortem.h): its pages are final, but those with such events stay in U */
+	if ((!x->ended || x->crashed) && (x->ended || !e->tail) &&
+	    (!strcmp(e->stack_kind, "unresolved") || e->waiting) &&
 	    (!x->unres->len || g_array_index(x->unres, uint64_t, x->unres->len - 1) != e->page))
 		g_array_append_val(x->unres, e->page);
 	if (!g_hash_table_contains(x->sent, &key)) {
@@ -190,8 +197,8 @@ static bool mark_save(GKeyFile *kf, const char *group, const char *key, const Ma
 }
 
 /* What can change an event already sent, hashed. */
-static char *boot_signature(HaStore *store, int64_t boot, bool *ended, char **boot_id,
-			    GError **error)
+static char *boot_signature(HaStore *store, int64_t boot, bool *ended, bool *crashed,
+			    char **boot_id, GError **error)
 {
 	sqlite3_stmt *st = ha_store_stmt(store,
 		"SELECT COALESCE(ended, ''), (SELECT COUNT(*) FROM stacks WHERE boot = b.id),"
@@ -211,6 +218,7 @@ static char *boot_signature(HaStore *store, int64_t boot, bool *ended, char **bo
 		const char *h = (const char *)sqlite3_column_text(st, 6);
 
 		*ended = sqlite3_column_bytes(st, 0) > 0;
+		*crashed = !g_strcmp0((const char *)sqlite3_column_text(st, 0), "crashed");
 		/* as report boots prints boot_id */
 		*boot_id = h && strlen(h) == 32 ?
 			   g_strdup_printf("%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16,
@@ -293,7 +301,7 @@ static bool ship_cpu(EvShip *x, HaStore *store, int64_t boot, uint32_t cpu, bool
 			g_array_set_size(x->unres, 0);
 			if (!send_pages(x, store, boot, cpu, a, b + 1, error))
 				goto out;
-			for (guint k = 0; k < x->unres->len && !x->ended; k++)
+			for (guint k = 0; k < x->unres->len && (!x->ended || x->crashed); k++)
 				if (keep->len < MAX_UNRESOLVED)
 					g_array_append_val(keep, g_array_index(x->unres, uint64_t,
 									       k));
@@ -338,7 +346,7 @@ bool ha_ch_ship_events(HaCh *c, HaStore *store, const char *host, const char *do
 	sqlite3_stmt *q;
 	bool moved;
 
-	sig = boot_signature(store, boot, &x.ended, &boot_id, error);
+	sig = boot_signature(store, boot, &x.ended, &x.crashed, &boot_id, error);
 	if (!sig)
 		return false;
 	clock = ha_clockmap_load(store, boot, error);
