@@ -4,29 +4,31 @@
  *
  * What libvirt 9.0's QEMU driver does on a guest panic (processGuestPanicEvent()):
  * it takes an async job on the domain, sets it crashed, queues the CRASHED event, and
- * then, in the same job, per on_crash. Measured on Debian 12 (libvirt 9.0, QEMU 7.2,
- * a 512 MiB TCG domain of the libvirt test suite, its lifecycle events and the files):
+ * then, in the same job, acts on on_crash. Measured on Debian 12 (libvirt 9.0, QEMU
+ * 7.2, a 512 MiB TCG domain of the libvirt tests, with `virsh event --all --loop`
+ * and the files):
  *   preserve          nothing more: QEMU (started with -no-shutdown) keeps the guest
  *                     stopped, memory and all; the domain stays `crashed (panicked)`
- *                     until destroyed. Our dump took 1.4 s, `virsh dump` of the same
- *                     domain 1.5 s.
- *   destroy           kills QEMU (STOPPED, detail CRASHED): no memory
- *   restart           resets the guest (a fake reboot): no memory
+ *                     until destroyed. Our dump took 0.8 to 1.8 s, `virsh dump
+ *                     --memory-only` of the same domain 1.5 s.
  *   coredump-destroy  libvirt's own memory-only dump, into its auto_dump_path
  *                     (qemu.conf; /var/lib/libvirt/qemu/dump), a file named
  *                     ID-NAME-YYYY-MM-DD-HH:MM:SS (root, 0600), already created when
  *                     CRASHED reaches us and complete 1.5 s later; STOPPED (CRASHED)
- *                     came 3.7 s after CRASHED
- *   coredump-restart  the same dump (1.6 s), then RESUMED and the fake reboot
- * A dump of ours waits for that job (virDomainCoreDumpWithFormat takes one too), so
- * with coredump-* or destroy it comes after the guest is gone. Only `preserve` leaves
- * memory for a dump of ours. With coredump-* we read libvirt's file instead, once the
- * job is past it: the next lifecycle event after CRASHED (STOPPED, RESUMED, STARTED)
- * says so. It is found by what libvirt names it: in qemu.conf's auto_dump_path
- * (/etc/libvirt/qemu.conf, qemu:///system only: a session daemon's or a remote one's
- * directory is not known here), the newest regular file named ID-NAME- (the domain's
- * id, a dash, at most 20 bytes of its name: virDomainDefGetShortName()) modified at or
- * after the CRASHED event. It is libvirt's, asked for by the user: never deleted.
+ *                     came 3.7 s after CRASHED, the domain `shut off (crashed)`
+ *   coredump-restart  the same dump (1.6 s), then RESUMED and libvirt's fake reboot
+ *                     (the test domain has on_reboot destroy: SHUTDOWN, STOPPED)
+ *   destroy, restart  (libvirt's code, not measured) the same without the dump
+ * A dump of ours would wait for that job (virDomainCoreDumpWithFormat takes one too;
+ * libvirt's code, not tried), so with coredump-* or destroy it would come after the
+ * guest is gone. Only `preserve` leaves memory for a dump of ours. With coredump-* we
+ * read libvirt's file instead, once the job is past it: the next lifecycle event
+ * after CRASHED (STOPPED, RESUMED, STARTED) says so. It is found by what libvirt
+ * names it: in qemu.conf's auto_dump_path (/etc/libvirt/qemu.conf, qemu:///system
+ * only: a session daemon's or a remote one's directory is not known here), the newest
+ * regular file named ID-NAME- (the domain's id, a dash, at most 20 bytes of its name:
+ * virDomainDefGetShortName()) modified at or after the CRASHED event. It is libvirt's,
+ * asked for by the user: never deleted.
  *
  * The dump is libvirtd's (it opens the file and hands QEMU the descriptor), so the
  * core path must be absolute and the state directory on libvirtd's host: a remote
@@ -67,8 +69,10 @@ struct _HaLvPm {
 	char *label;
 	char *core;		/* STATE-DIR/label.core, absolute */
 	HaPmOpts o;
-	bool busy;		/* a dump's GTask is in flight */
-	bool closing;		/* freed while busy: the task's callback frees it */
+	bool busy;		/* a post-mortem runs: a later CRASHED is ignored */
+	bool in_flight;		/* a GTask runs (its callback clears it) */
+	bool dump_task;		/* ... and it is the one that may dump into core */
+	bool closing;		/* freed while in flight: the task's callback frees it */
 	int64_t since_us;	/* the crashed boot's marking is at or after this */
 	int64_t crash_us;	/* monotonic time of CRASHED */
 	int64_t crash_real_us;	/* real time of CRASHED */
@@ -93,6 +97,7 @@ typedef struct {
 	int64_t dump_ms;
 	bool no_memory;		/* nothing to dump: the error is a log line, no row */
 	bool libvirt_dumps;	/* on_crash coredump-*: libvirt's dump is read instead */
+	bool wrote_core;	/* virDomainCoreDumpWithFormat was called: core may exist */
 	char *auto_dir;		/* its auto_dump_path, NULL when not known */
 	char *found;		/* the second task: libvirt's dump file */
 	int64_t since_s;	/* the second task: newer than this (real time, s) */
@@ -259,6 +264,7 @@ static bool dump_in_thread(DumpJob *j, GError **error)
 	g_message("post-mortem: dumping %" PRIu64 " MiB of guest memory into %s",
 		  j->ram >> 20, j->core);
 	t0 = g_get_monotonic_time();
+	j->wrote_core = true;
 	if (virDomainCoreDumpWithFormat(j->dom, j->core, VIR_DOMAIN_CORE_DUMP_FORMAT_RAW,
 					VIR_DUMP_MEMORY_ONLY) < 0) {
 		set_lv_error(error, "virDomainCoreDumpWithFormat");
@@ -318,6 +324,8 @@ static void start_find(HaLvPm *pm)
 	DumpJob *j = g_new0(DumpJob, 1);
 
 	pm->awaiting = false;
+	pm->in_flight = true;
+	pm->dump_task = false;
 	j->auto_dir = g_strdup(pm->auto_dir);
 	j->prefix = g_strdup(pm->prefix);
 	j->since_s = pm->crash_real_us / G_USEC_PER_SEC - 1;	/* its mtime's second */
@@ -383,9 +391,10 @@ static void on_dumped(GObject *unused, GAsyncResult *res, gpointer user)
 	bool dumped = g_task_propagate_boolean(task, &e);
 	int64_t boot;
 
-	pm->busy = false;
+	pm->busy = pm->in_flight = false;
 	if (pm->closing) {
-		unlink(pm->core);	/* created after ha_lv_pm_free() unlinked it */
+		if (j->wrote_core)
+			unlink(pm->core);	/* created after ha_lv_pm_free() unlinked it */
 		pm_destroy(pm);
 		return;
 	}
@@ -459,7 +468,7 @@ void ha_lv_pm_crashed(HaLvPm *pm, virDomainPtr dom, int64_t alive_since_us)
 	j->core = g_strdup(pm->core);
 	j->dir = g_strdup(pm->o.dump_dir);
 	j->max_bytes = pm->o.max_bytes;
-	pm->busy = true;
+	pm->busy = pm->in_flight = pm->dump_task = true;
 	pm->since_us = alive_since_us;
 	pm->crash_us = g_get_monotonic_time();
 	pm->crash_real_us = g_get_real_time();
@@ -489,11 +498,14 @@ void ha_lv_pm_free(HaLvPm *pm)
 {
 	if (!pm)
 		return;
-	if (pm->busy) {
-		/* libvirt cannot abort a memory-only dump: let it end in its thread */
-		unlink(pm->core);
+	if (pm->in_flight) {
+		/* libvirt cannot abort a memory-only dump: let it end in its thread (the
+		 * callback deletes a core made after this; a process that exits first
+		 * may leave one, replaced by the next crash's) */
+		if (pm->dump_task)
+			unlink(pm->core);
 		pm->closing = true;
 		return;
 	}
-	pm_destroy(pm);
+	pm_destroy(pm);	/* also when awaiting libvirt's dump: nothing runs */
 }
