@@ -7,6 +7,8 @@
 #                     of it into the boot and deletes the core; the domain stays crashed
 #   coredump-destroy  libvirt dumps the guest itself (into its auto_dump_path) and
 #                     destroys it; the agent reads libvirt's file, which stays
+# The agents are the ASan + UBSan build: the worker threads and their callbacks must
+# leave no sanitizer report, and SIGTERM afterwards a clean exit.
 . "$(dirname "$0")/lib.sh"
 AUTO_DUMPS=()
 cleanup_dumps() { rm -f "${AUTO_DUMPS[@]+"${AUTO_DUMPS[@]}"}"; lv_cleanup; }
@@ -72,23 +74,39 @@ PY
 	if echo "$out" | grep -q "unresolved"; then fail "$d: last events unresolved"; fi
 }
 
+# stop_agent NAME PID: SIGTERM, a clean exit, no sanitizer report.
+stop_agent() {
+	local rc=0
+	kill "$2"
+	wait "$2" || rc=$?
+	if ! asan_clean "$W/agent-$1.log"; then
+		sed -n '/==ERROR\|runtime error/,$p' "$W/agent-$1.log" >&2
+		fail "$1: sanitizer report in the agent"
+	fi
+	[ "$rc" = 0 ] || fail "$1: agent exit $rc on SIGTERM"
+}
+
 # preserve: our dump, deleted; the domain stays crashed.
 D=smlv-pm
 lv_define $D crash channel
-lv_agent $D
+HOST_AGENT=$HOST_AGENT_ASAN lv_agent $D
 crash_and_report $D
 grep -q "dumping 512 MiB of guest memory into $STATE/$D.core" "$W/agent-$D.log" ||
 	fail "$D: not dumped into the state directory"
 [ ! -e "$STATE/$D.core" ] || fail "the core $STATE/$D.core was not deleted"
 state=$(v domstate $D --reason)
 note "domain state: $state"
-case "$state" in *"crashed (panicked)"*) ;; *) fail "$D: state $state, expected crashed (preserve)" ;; esac
+case "$state" in
+*"crashed (panicked)"*) ;;
+*) fail "$D: state $state, expected crashed (preserve)" ;;
+esac
+stop_agent $D "$AGENT_smlv_pm"
 v destroy $D > /dev/null
 
 # coredump-destroy: libvirt's dump, read and kept; libvirt destroys the domain.
 D=smlv-pmcd
 LV_ON_CRASH=coredump-destroy lv_define $D crash channel
-lv_agent $D
+HOST_AGENT=$HOST_AGENT_ASAN lv_agent $D
 crash_and_report $D
 f=$(sed -n "s/.*post-mortem: libvirt's dump is //p" "$W/agent-$D.log")
 [ -n "$f" ] || fail "$D: the agent did not say where libvirt's dump is"
@@ -98,4 +116,5 @@ AUTO_DUMPS+=("$f")
 wait_for 60 sh -c "virsh -q -c '$URI' domstate $D --reason | grep -q 'shut off (crashed)'" ||
 	fail "$D: state $(v domstate $D --reason), expected shut off (crashed)"
 note "domain state: $(v domstate $D --reason)"
+stop_agent $D "$AGENT_smlv_pmcd"
 echo "PASS"
