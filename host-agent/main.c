@@ -722,7 +722,7 @@ static int cmd_recover(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (!ha_postmortem_recover(store, boot, argv[0], -1, &e)) {
+	if (!ha_postmortem_recover(store, boot, argv[0], HA_PM_SOURCE_FILE, -1, &e)) {
 		g_printerr("host-agent recover: boot %" G_GINT64_FORMAT ": %s\n", boot,
 			   e->message);
 		return 1;

@@ -370,7 +370,8 @@ static void on_found(HaLvPm *pm, DumpJob *j, GError *find_error)
 	if (boot <= 0)
 		g_warning("%s: post-mortem: no crashed boot to join the dump to%s%s",
 			  pm->label, e ? ": " : "", e ? e->message : "");
-	else if (!ha_postmortem_recover(pm->store, boot, j->found, -1, &e))
+	else if (!ha_postmortem_recover(pm->store, boot, j->found,
+							 HA_PM_SOURCE_LIBVIRT_OWN, -1, &e))
 		g_warning("%s: post-mortem of boot %" PRId64 ": %s", pm->label, boot,
 			  e->message);
 	else
@@ -417,7 +418,8 @@ static void on_dumped(GObject *unused, GAsyncResult *res, gpointer user)
 		if (boot <= 0)
 			g_warning("%s: post-mortem: no crashed boot to join the dump to%s%s",
 				  pm->label, e ? ": " : "", e ? e->message : "");
-		else if (!ha_postmortem_recover(pm->store, boot, pm->core, j->dump_ms, &e))
+		else if (!ha_postmortem_recover(pm->store, boot, pm->core,
+							 HA_PM_SOURCE_LIBVIRT, j->dump_ms, &e))
 			g_warning("%s: post-mortem of boot %" PRId64 ": %s", pm->label, boot,
 				  e->message);
 		else

@@ -172,7 +172,7 @@ static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const 
 }
 
 bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
-			   int64_t dump_ms, GError **error)
+			   const char *source, int64_t dump_ms, GError **error)
 {
 	g_autoptr(GError) e = NULL, se = NULL;
 	g_autoptr(HaCore) core = NULL;
@@ -184,7 +184,7 @@ bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
 	bool replayed = false, same = false;
 	HaPmRow row = {
 		.time_us = g_get_real_time(),
-		.source = "qmp dump-guest-memory",
+		.source = source,
 		.dump_ms = dump_ms,
 		.kernel_offset = -1,
 		.stream = -1,

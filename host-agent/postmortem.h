@@ -56,12 +56,17 @@ typedef struct {
 HaKmsg *ha_postmortem_kmsg(HaCore *core, HaVmci **ret_vi, GError **error);
 
 /*
- * Recover from the core file @path into @boot of @store. @dump_bytes and @dump_ms say
- * what the dump cost (-1: unknown). A postmortems row is written whatever happens
- * (status recovered or failed, with why), unless the store itself fails. False with
+ * Recover from the core file @path into @boot of @store. @source says how the memory
+ * was read (stored and reported: "qmp dump-guest-memory", ...); @dump_ms what the
+ * dump cost (-1: unknown). A postmortems row is written whatever happens (status
+ * recovered, partial or failed, with why), unless the store itself fails. False with
  * @error when nothing was recovered.
  */
+#define HA_PM_SOURCE_QMP	"qmp dump-guest-memory"
+#define HA_PM_SOURCE_LIBVIRT	"libvirt virDomainCoreDumpWithFormat"
+#define HA_PM_SOURCE_LIBVIRT_OWN "libvirt's own dump (on_crash coredump-*)"
+#define HA_PM_SOURCE_FILE	"host-agent recover FILE"
 bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
-			   int64_t dump_ms, GError **error);
+			   const char *source, int64_t dump_ms, GError **error);
 
 #endif /* HA_POSTMORTEM_H */

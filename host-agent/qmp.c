@@ -243,7 +243,8 @@ static void pm_on_dumped(HaQmp *q, JsonObject *msg)
 	if (boot <= 0) {
 		g_warning("%s: post-mortem: no crashed boot to join the dump to%s%s", q->domain,
 			  e ? ": " : "", e ? e->message : "");
-	} else if (!ha_postmortem_recover(q->store, boot, q->pm_core, dump_ms, &e)) {
+	} else if (!ha_postmortem_recover(q->store, boot, q->pm_core, HA_PM_SOURCE_QMP,
+					     dump_ms, &e)) {
 		g_warning("%s: post-mortem of boot %" PRId64 ": %s", q->domain, boot,
 			  e->message);
 	} else {

@@ -488,7 +488,8 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 			       " (not ended)", end_s);
 	if (!pm.found) {
 		g_string_append(out, "Post-mortem: none (the guest's memory was not read: no"
-				" --qmp, a panic action other than pause, or not a crash)\n");
+				" --qmp or libvirt domain, a panic action other than pause or"
+				" preserve, or not a crash)\n");
 		pm_row_clear(&pm);
 		return true;
 	}

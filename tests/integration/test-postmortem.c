@@ -199,7 +199,8 @@ static void check_store(void)
 	boot = ha_store_pm_crashed_boot(s, 60, &e);
 	CHECK(boot == 1, "the crashed boot since the panic event: %" G_GINT64_FORMAT, boot);
 	CHECK(g_file_set_contents(corep, (const char *)core, (gssize)len, NULL), "core written");
-	CHECK(ha_postmortem_recover(s, 1, corep, 42, &e), "recovered into boot 1 (%s)",
+	CHECK(ha_postmortem_recover(s, 1, corep, HA_PM_SOURCE_QMP, 42, &e),
+	      "recovered into boot 1 (%s)",
 	      e ? e->message : "ok");
 	st = ha_store_stmt(s, "SELECT COUNT(*), (SELECT status FROM postmortems WHERE boot = 1),"
 			   " (SELECT message FROM postmortems WHERE boot = 1)"
@@ -217,7 +218,7 @@ static void check_store(void)
 	      "kmsg rows %" G_GINT64_FORMAT " (want %u), status %s: %s", n, coregen_kept(30),
 	      status, message);
 	g_clear_error(&e);
-	CHECK(!ha_postmortem_recover(s, 2, corep, 42, &e) && e &&
+	CHECK(!ha_postmortem_recover(s, 2, corep, HA_PM_SOURCE_QMP, 42, &e) && e &&
 	      strstr(e->message, "5.0"), "a dump of another kernel refused for boot 2: %s",
 	      e ? e->message : "");
 	g_clear_pointer(&status, g_free);
