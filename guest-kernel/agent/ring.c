@@ -91,23 +91,33 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 	return 0;
 }
 
+/* read(2) of @fd: the bytes read, 0 when nothing is there (EAGAIN) or at its end,
+ * -errno on an error; EINTR is retried. */
+static ssize_t read_ready(int fd, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = read(fd, buf, len);
+
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return 0;
+		return negerrno();
+	}
+}
+
 int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 		   const uint8_t **ret_page)
 {
 	if (c->fd < 0)
 		return 0;
 	while (dst && c->fill == 0) {
-		ssize_t n = read(c->fd, dst, rs->page_size);
+		ssize_t n = read_ready(c->fd, dst, rs->page_size);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				return 0;
-			return negerrno();
-		}
-		if (n == 0)
-			return 0;
+		if (n <= 0)
+			return (int)n;
 		c->bytes += (size_t)n;
 		if ((size_t)n == rs->page_size) {
 			c->pages++;
@@ -119,17 +129,11 @@ int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 		c->fill = (size_t)n;
 	}
 	while (c->fill < rs->page_size) {
-		ssize_t n = read(c->fd, c->page + c->fill, rs->page_size - c->fill);
+		ssize_t n = read_ready(c->fd, c->page + c->fill, rs->page_size - c->fill);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				return 0;
-			return negerrno();
-		}
-		if (n == 0)
-			return 0;	/* empty (a failed page read) or a fake tree's EOF */
+		/* 0: empty (a failed page read) or a fake tree's EOF */
+		if (n <= 0)
+			return (int)n;
 		c->fill += (size_t)n;
 		c->bytes += (size_t)n;
 	}
