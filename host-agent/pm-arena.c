@@ -36,6 +36,14 @@ GBytes *ha_pm_arena_read(HaCore *core, const HaArenaList *l, GError **error)
 	return g_bytes_new_take(g_steal_pointer(&buf), len);
 }
 
+bool ha_pm_stream_hello(const uint8_t *buf, size_t len, struct smp_hello *ret)
+{
+	/* header: magic, major, minor, type (6), flags, payload length (8) */
+	return len >= SMP_HDR_SIZE + SMP_HELLO_FIXED && buf[6] == SMP_HELLO &&
+	       ha_le32(buf + 8) <= len - SMP_HDR_SIZE &&
+	       smp_hello_decode(ret, buf + SMP_HDR_SIZE, ha_le32(buf + 8)) >= 0;
+}
+
 bool ha_pm_arena_replay(HaStore *store, const HaLimits *limits, const char *domain,
 			int64_t boot, GBytes *stream, HaConnStats *ret_stats, GError **error)
 {
@@ -48,9 +56,7 @@ bool ha_pm_arena_replay(HaStore *store, const HaLimits *limits, const char *doma
 	bool found, ok = true;
 
 	/* the stream starts with the HELLO ha_pm_arena_scan() checked: of @boot? */
-	if (len < SMP_HDR_SIZE + SMP_HELLO_FIXED || buf[6] != SMP_HELLO ||
-	    smp_hello_decode(&h, buf + SMP_HDR_SIZE, ha_le32(buf + 8)) < 0 ||
-	    ha_le32(buf + 8) > len - SMP_HDR_SIZE) {
+	if (!ha_pm_stream_hello(buf, len, &h)) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 			    "the recovered stream does not start with a HELLO");
 		return false;

@@ -36,6 +36,7 @@
 #include "coredump.h"
 #include "ingest-arena.h"
 #include "ingest.h"
+#include "proto.h"
 #include "store.h"
 
 /* Largest window read from a dump (the agent's --window-kb is 16 MiB by default). */
@@ -70,6 +71,13 @@ GBytes *ha_pm_arena_read(HaCore *core, const HaArenaList *l, GError **error);
  */
 GBytes *ha_pm_arena_scan(const uint8_t *map, size_t len, HaPmArenaScan *ret,
 			 GError **error);
+
+/*
+ * The HELLO frame a replay stream (@buf, @len bytes) starts with, decoded into @ret
+ * (its strings point into @buf): false when the stream is shorter than the frame its
+ * header announces or does not start with a HELLO that decodes.
+ */
+bool ha_pm_stream_hello(const uint8_t *buf, size_t len, struct smp_hello *ret);
 
 /*
  * Feed @stream (ha_pm_arena_scan()) to a new recovering connection on @store: its

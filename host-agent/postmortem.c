@@ -12,7 +12,6 @@
 
 #include "ingest-arena.h"
 #include "kvmem.h"
-#include "le.h"
 #include "pm-arena.h"
 #include "pm-frames.h"
 #include "pm-map.h"
@@ -120,7 +119,7 @@ static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const 
 		return false;
 	}
 	/* the stream starts with a whole HELLO frame (checked by the scan or built here) */
-	if (smp_hello_decode(&h, all->data + SMP_HDR_SIZE, ha_le32(all->data + 4)) < 0) {
+	if (!ha_pm_stream_hello(all->data, all->len, &h)) {
 		why_add(why, "the replay's HELLO does not decode");
 		return false;
 	}
