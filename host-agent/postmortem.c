@@ -19,7 +19,8 @@
 #include "proto.h"
 #include "store-postmortem.h"
 
-HaKmsg *ha_postmortem_kmsg(HaCore *core, HaVmci **ret_vi, GError **error)
+HaKmsg *ha_postmortem_kmsg(HaCore *core, HaVmci **ret_vi, HaKvmem **ret_m,
+			   GError **error)
 {
 	g_autoptr(HaVmci) vi = NULL;
 	g_autoptr(HaKvmem) m = NULL;
@@ -40,8 +41,11 @@ HaKmsg *ha_postmortem_kmsg(HaCore *core, HaVmci **ret_vi, GError **error)
 		return NULL;
 	m = ha_kvmem_new(core, vi, error);
 	k = m ? ha_kmsg_recover(m, vi, error) : NULL;
-	if (ret_vi)
+	if (ret_vi) {
+		if (ret_m)
+			*ret_m = g_steal_pointer(&m);
 		*ret_vi = g_steal_pointer(&vi);
+	}
 	return k;
 }
 
@@ -71,10 +75,9 @@ static void why_add(GString *why, const char *fmt, ...)
  * Returns false when nothing could be replayed; @why says what was missed.
  */
 static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const HaVmci *vi,
-			      HaPmRow *row, GString *why)
+			      HaKvmem *m, HaPmRow *row, GString *why)
 {
 	g_autoptr(GError) e = NULL;
-	g_autoptr(HaKvmem) m = NULL;
 	g_autoptr(HaArenaList) l = NULL;
 	g_autoptr(GBytes) map = NULL, scanned = NULL, stream = NULL;
 	g_autoptr(GByteArray) all = g_byte_array_new();
@@ -89,11 +92,6 @@ static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const 
 	guint retired = 0;
 	bool ok = false;
 
-	m = ha_kvmem_new(core, vi, &e);
-	if (!m) {
-		why_add(why, "no kernel memory: %s", e->message);
-		return false;
-	}
 	/* nothing the live connection applied stays uncommitted, nothing it reads now
 	 * is applied: from here the store's seqs are final */
 	if (!ha_arena_retire_boot(store, boot, &retired, &e)) {
@@ -176,6 +174,7 @@ bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
 	g_autoptr(GError) e = NULL, se = NULL;
 	g_autoptr(HaCore) core = NULL;
 	g_autoptr(HaVmci) vi = NULL;
+	g_autoptr(HaKvmem) m = NULL;	/* borrows vi: freed first */
 	g_autoptr(HaKmsg) k = NULL;
 	g_autoptr(GString) why = g_string_new(NULL);
 	int64_t t0 = g_get_monotonic_time();
@@ -198,7 +197,7 @@ bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
 		core = ha_core_open_fd(fd, &e);
 		if (core) {
 			row.dump_bytes = ha_core_ram_bytes(core);
-			k = ha_postmortem_kmsg(core, &vi, &e);
+			k = ha_postmortem_kmsg(core, &vi, &m, &e);
 		} else {
 			g_prefix_error(&e, "%s: ", path);
 		}
@@ -222,8 +221,9 @@ bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
 		why_add(why, "the kernel log: %s", e->message);
 	else if (k && k->skipped)
 		why_add(why, "%" PRIu64 " log records in the ring could not be read", k->skipped);
-	if (same)
-		replayed = replay_unstreamed(store, boot, core, vi, &row, why);
+	/* without a reader of kernel addresses the kernel log said why */
+	if (same && m)
+		replayed = replay_unstreamed(store, boot, core, vi, m, &row, why);
 	row.recover_ms = (g_get_monotonic_time() - t0) / 1000;
 	if (core)
 		g_message("post-mortem: read %" PRIu64 " bytes of the %" PRIu64 " MiB dump in"

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "coredump.h"
+#include "kvmem.h"
 #include "kmsg.h"
 #include "store.h"
 #include "vmcoreinfo.h"
@@ -51,9 +52,12 @@ typedef struct {
 /*
  * The kernel log in @core: its VMCOREINFO, the reader of kernel addresses, the walk.
  * NULL with @error when any step fails. @ret_vi (may be NULL) gets the VMCOREINFO
- * when it was found, even when a later step failed.
+ * when it was found, even when a later step failed; @ret_m (may be NULL, only with
+ * @ret_vi) the reader of kernel addresses when it was made, for the other walks (it
+ * borrows *@ret_vi: free it first).
  */
-HaKmsg *ha_postmortem_kmsg(HaCore *core, HaVmci **ret_vi, GError **error);
+HaKmsg *ha_postmortem_kmsg(HaCore *core, HaVmci **ret_vi, HaKvmem **ret_m,
+			   GError **error);
 
 /*
  * Recover from the core file @path into @boot of @store. @source says how the memory

@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!c)
 		return 0;
-	k = ha_postmortem_kmsg(c, &vi, NULL);
+	k = ha_postmortem_kmsg(c, &vi, &m, NULL);
 	for (guint i = 0; k && i < k->records->len; i++) {
 		const HaKmsgRecord *r = &g_array_index(k->records, HaKmsgRecord, i);
 		gsize len;
@@ -82,8 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		ha_kmsg_format(out, r->ts_nsec, t, len);
 	}
-	/* the VMCOREINFO the kmsg walk parsed, whether or not that walk found a log */
-	m = vi ? ha_kvmem_new(c, vi, NULL) : NULL;
+	/* the reader the kmsg walk made, whether or not that walk found a log */
 	if (!m)
 		return 0;
 	/* as postmortem.c: the map first, then the ring buffers, into one run of frames */

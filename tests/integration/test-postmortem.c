@@ -25,7 +25,7 @@ static HaKmsg *recover(const uint8_t *core, size_t len, GError **e)
 {
 	g_autoptr(HaCore) c = ha_core_open_mem(core, len, e);
 
-	return c ? ha_postmortem_kmsg(c, NULL, e) : NULL;
+	return c ? ha_postmortem_kmsg(c, NULL, NULL, e) : NULL;
 }
 
 /* Every kept record is there, in order, with its text and time. */
