@@ -17,6 +17,7 @@
 #include "pm-map.h"
 #include "pm-ring.h"
 #include "proto.h"
+#include "store-ingest.h"
 #include "store-postmortem.h"
 
 HaKmsg *ha_postmortem_kmsg(HaCore *core, HaVmci **ret_vi, HaKvmem **ret_m,
@@ -89,7 +90,9 @@ static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const 
 	HaLimits lim;
 	struct smp_hello h;
 	uint64_t stream_id = 0, next;
+	int64_t epoch;
 	guint retired = 0;
+	bool found;
 	bool ok = false;
 
 	/* nothing the live connection applied stays uncommitted, nothing it reads now
@@ -121,9 +124,15 @@ static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const 
 		why_add(why, "the replay's HELLO does not decode");
 		return false;
 	}
-	if (!ha_store_pm_next_seq(store, boot, stream_id, &next, &row->stream, &e)) {
+	if (!ha_store_stream_find(store, boot, stream_id, &found, &row->stream, &next, &epoch,
+				  &e)) {
 		why_add(why, "%s", e->message);
 		return false;
+	}
+	if (!found) {
+		/* the window's stream never reached the store: it starts at seq 1 */
+		row->stream = -1;
+		next = 1;
 	}
 	row->seam_seq = (int64_t)next;
 	ha_pm_frames_init(&f, MAX(next, scan.seq_hi + 1));

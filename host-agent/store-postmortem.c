@@ -225,26 +225,6 @@ out:
 	return ok;
 }
 
-bool ha_store_pm_next_seq(HaStore *s, int64_t boot, uint64_t stream_id, uint64_t *ret_seq,
-			  int64_t *ret_stream, GError **error)
-{
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT id, next_seq FROM streams WHERE boot = ?"
-					 " AND stream_id = ?", error);
-
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, (int64_t)stream_id);
-	*ret_seq = 1;
-	*ret_stream = -1;
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		*ret_stream = sqlite3_column_int64(st, 0);
-		*ret_seq = (uint64_t)sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
-	return true;
-}
-
 bool ha_store_pm_put_arena(HaStore *s, int64_t boot, uint64_t stream_id,
 			   uint32_t page_size, const uint64_t *addrs, uint32_t nr,
 			   GError **error)

@@ -61,14 +61,10 @@ bool ha_store_pm_save(HaStore *s, int64_t boot, const HaPmRow *row, const HaKmsg
 /*
  * The HELLO (a whole frame, seq 0) of @boot's newest stream, as the store holds it,
  * for a replay when the guest agent's own copy is not in the dump; with that stream's
- * id and next seq. False with @error when the boot has no stream.
+ * id. False with @error when the boot has no stream.
  */
 bool ha_store_pm_hello(HaStore *s, int64_t boot, GByteArray *out, uint64_t *ret_stream_id,
 		       GError **error);
-
-/* The next seq @boot's stream @stream_id expects (1 when it has none), and its row. */
-bool ha_store_pm_next_seq(HaStore *s, int64_t boot, uint64_t stream_id, uint64_t *ret_seq,
-			  int64_t *ret_stream, GError **error);
 
 /*
  * The guest agent's window pages (@nr little-endian u64 guest-physical addresses in
