@@ -5,6 +5,12 @@
  * Only the socket's side of it lives here: connecting (with backoff) or listening and
  * accepting, one guest at a time. Each connection is an fd link (link.h) run by a
  * connection driver (conn-driver.h), like every other source's.
+ *
+ * A connecting source also watches its path: host-agent is usually started before
+ * QEMU, and by the time QEMU creates its socket the backoff may be waiting seconds
+ * for the next try, while the guest boots and its agent's window fills. The socket
+ * appearing (or being made anew by a restarted QEMU) is tried at once instead; the
+ * backoff stays for a path that exists but does not accept yet.
  */
 #include "source.h"
 
@@ -31,6 +37,7 @@ struct _HaSource {
 	int listen_fd;
 	guint listen_watch;
 	HaBackoff retry;
+	GFileMonitor *appear;	/* the path, while connecting (NULL: backoff alone) */
 
 	HaDriver *drv;		/* the guest connection, NULL when none */
 };
@@ -109,6 +116,38 @@ static gboolean on_retry(gpointer user)
 	return G_SOURCE_REMOVE;
 }
 
+/* Something happened at the path: if it may be the socket appearing while we wait
+ * for it, try now, and start the backoff over should it not accept yet. */
+static void on_path_event(GFileMonitor *m, GFile *file, GFile *other,
+			  GFileMonitorEvent ev, gpointer user)
+{
+	HaSource *s = user;
+
+	if (ev != G_FILE_MONITOR_EVENT_CREATED && ev != G_FILE_MONITOR_EVENT_ATTRIBUTE_CHANGED)
+		return;
+	if (s->drv || s->stopping || !ha_backoff_pending(&s->retry))
+		return;
+	g_message("%s: %s appeared, connecting", s->domain, s->path);
+	ha_backoff_cancel(&s->retry);
+	ha_backoff_reset(&s->retry);
+	if (!try_connect(s))
+		ha_backoff_schedule(&s->retry);
+}
+
+static void watch_path(HaSource *s)
+{
+	g_autoptr(GFile) f = g_file_new_for_path(s->path);
+	g_autoptr(GError) e = NULL;
+
+	s->appear = g_file_monitor_file(f, G_FILE_MONITOR_NONE, NULL, &e);
+	if (!s->appear) {
+		g_debug("%s: cannot watch %s (%s): the backoff alone retries", s->domain,
+			s->path, e->message);
+		return;
+	}
+	g_signal_connect(s->appear, "changed", G_CALLBACK(on_path_event), s);
+}
+
 static gboolean on_accept(gint fd, GIOCondition cond, gpointer user)
 {
 	HaSource *s = user;
@@ -159,8 +198,10 @@ bool ha_source_start(HaSource *s, GError **error)
 	if (s->listen) {
 		s->listen_watch = g_unix_fd_add(s->listen_fd, G_IO_IN, on_accept, s);
 		g_message("%s: listening on %s", s->domain, s->path);
-	} else if (!try_connect(s)) {
-		on_retry(s);
+	} else {
+		watch_path(s);
+		if (!try_connect(s))
+			on_retry(s);
 	}
 	return true;
 }
@@ -177,6 +218,11 @@ void ha_source_free(HaSource *s)
 	s->stopping = true;
 	ha_driver_free(s->drv, "host-agent stopping");
 	ha_backoff_cancel(&s->retry);
+	if (s->appear) {
+		g_signal_handlers_disconnect_by_data(s->appear, s);
+		g_file_monitor_cancel(s->appear);
+		g_object_unref(s->appear);
+	}
 	if (s->listen_watch)
 		g_source_remove(s->listen_watch);
 	if (s->listen_fd >= 0) {
