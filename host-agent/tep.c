@@ -34,6 +34,19 @@
 #define COMMIT_MASK	((1u << 27) - 1)	/* kbuffer and 6.1 ring_buffer.c */
 #define PAGE_SLACK	64u			/* zeros after the page: lost-events word */
 
+/* Where a field lies in an event's data; size 0: no such field (or not readable). */
+typedef struct {
+	uint32_t off;
+	uint32_t size;			/* 1, 2, 4 or 8 */
+} FieldAt;
+
+enum { COMMON_TYPE, COMMON_PID, COMMON_FLAGS, COMMON_PREEMPT, COMMON_NR };
+
+static const char *const common_names[COMMON_NR] = {
+	[COMMON_TYPE] = "common_type", [COMMON_PID] = "common_pid",
+	[COMMON_FLAGS] = "common_flags", [COMMON_PREEMPT] = "common_preempt_count",
+};
+
 struct _HaTep {
 	struct tep_handle *tep;
 	struct kbuffer *kbuf;
@@ -44,10 +57,13 @@ struct _HaTep {
 	uint8_t *page;			/* page_size + PAGE_SLACK, zero padded */
 	size_t page_used;
 	struct tep_event *ev_stack_id;
-	struct tep_format_field *f_stack_id;
 	struct tep_event *ev_kstack;
-	struct tep_format_field *f_ksize;
-	struct tep_format_field *f_kcaller;
+	/* what fill_event() reads per event, looked up once (see there) */
+	FieldAt sid_at;			/* ftrace/stack_id's stack_id */
+	FieldAt ksize_at;		/* ftrace/kernel_stack's size ... */
+	uint32_t kcaller_off;		/* ... and where its caller[] starts */
+	bool have_common;
+	FieldAt common[COMMON_NR];
 	uint64_t ips[HA_KSTACK_MAX];
 	long missed;
 	GHashTable *names;		/* int id -> "sys/name" (owned) */
@@ -627,6 +643,15 @@ static void note_refused_id(HaTep *t, const char *name, const char *text, size_t
 		g_hash_table_insert(t->refused_ids, GINT_TO_POINTER(id), g_strescape(name, NULL));
 }
 
+/* @f as fill_event() reads it: an offset and a size tep_read_number() reads. */
+static FieldAt field_at(const struct tep_format_field *f)
+{
+	if (!f || f->offset < 0 || (f->size != 1 && f->size != 2 && f->size != 4 &&
+				    f->size != 8))
+		return (FieldAt){ 0 };
+	return (FieldAt){ .off = (uint32_t)f->offset, .size = (uint32_t)f->size };
+}
+
 bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 		       GError **error)
 {
@@ -723,7 +748,7 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 			return false;
 		}
 		t->ev_stack_id = ev;
-		t->f_stack_id = f;
+		t->sid_at = field_at(f);
 	} else if (strcmp(name, "ftrace/kernel_stack") == 0) {
 		struct tep_format_field *fs = tep_find_field(ev, "size");
 		struct tep_format_field *fc = tep_find_field(ev, "caller");
@@ -734,8 +759,8 @@ bool ha_tep_add_format(HaTep *t, const char *name, const char *text, size_t len,
 			return false;
 		}
 		t->ev_kstack = ev;
-		t->f_ksize = fs;
-		t->f_kcaller = fc;
+		t->ksize_at = field_at(fs);
+		t->kcaller_off = fc->offset < 0 ? UINT32_MAX : (uint32_t)fc->offset;
 	}
 	return true;
 }
@@ -942,18 +967,72 @@ static bool load_page(HaTep *t, const uint8_t *data, size_t len, GError **error)
 	}
 }
 
-static bool read_u(HaTep *t, struct tep_format_field *f, const void *d, uint32_t size,
-		   unsigned long long *v)
+/* The number of @at's bytes in @d, an event of @size bytes; false when it has none. */
+static inline bool read_at(const HaTep *t, FieldAt at, const uint8_t *d, uint32_t size,
+			   uint64_t *v)
 {
-	if (f->offset < 0 || f->size <= 0 || (uint32_t)f->offset + (uint32_t)f->size > size)
+	if (!at.size || at.off > size || at.size > size - at.off)
 		return false;
-	return tep_read_number_field(f, d, v) == 0;
+	d += at.off;
+	switch (at.size) {
+	case 1:
+		*v = d[0];
+		break;
+	case 2: {
+		uint16_t x;
+
+		memcpy(&x, d, 2);
+		*v = t->big_endian ? GUINT16_FROM_BE(x) : GUINT16_FROM_LE(x);
+		break;
+	}
+	case 4:
+		*v = rd4(t, d);
+		break;
+	default: {
+		uint64_t x;
+
+		memcpy(&x, d, 8);
+		*v = t->big_endian ? GUINT64_FROM_BE(x) : GUINT64_FROM_LE(x);
+		break;
+	}
+	}
+	return true;
 }
 
+/*
+ * The common fields' places, as libtraceevent's tep_data_type() and friends find them:
+ * in the first event of the handle (the lowest id), looked up once, when the first
+ * event is read. A field that is missing (or not 1, 2, 4 or 8 bytes) reads as -1, as
+ * there.
+ */
+static void find_common(HaTep *t)
+{
+	struct tep_event *first;
+
+	if (t->have_common || tep_get_events_count(t->tep) <= 0)
+		return;
+	first = tep_get_event(t->tep, 0);
+	for (int i = 0; i < COMMON_NR; i++)
+		t->common[i] = field_at(first ? tep_find_common_field(first, common_names[i]) :
+					NULL);
+	t->have_common = true;
+}
+
+static int64_t read_common(const HaTep *t, int which, const uint8_t *d, uint32_t size)
+{
+	uint64_t v;
+
+	return read_at(t, t->common[which], d, size, &v) ? (int64_t)v : -1;
+}
+
+/*
+ * One event: its common fields and, for the two stack events, the stack. The walk
+ * costs no libtraceevent lookup per event: the kind comes from comparing the type with
+ * the two stack events' ids, each field from its offset and size found once.
+ */
 static void fill_event(HaTep *t, HaEvent *ev, void *d, uint32_t size)
 {
-	struct tep_record rec = { .data = d, .size = (int)size };
-	struct tep_event *te;
+	int type;
 
 	ev->kind = HA_EV_OTHER;
 	ev->type = -1;
@@ -963,35 +1042,40 @@ static void fill_event(HaTep *t, HaEvent *ev, void *d, uint32_t size)
 	ev->ips = NULL;
 	if (size < 8)
 		return;
-	ev->type = tep_data_type(t->tep, &rec);
-	ev->pid = tep_data_pid(t->tep, &rec);
-	ev->flags = (uint8_t)tep_data_flags(t->tep, &rec);
-	ev->preempt = (uint8_t)tep_data_preempt_count(t->tep, &rec);
-	te = tep_find_event(t->tep, ev->type);
-	if (!te)
-		return;
-	if (te == t->ev_stack_id) {
-		unsigned long long v;
+	find_common(t);
+	type = (int)read_common(t, COMMON_TYPE, d, size);
+	ev->type = type;
+	ev->pid = (int)read_common(t, COMMON_PID, d, size);
+	ev->flags = (uint8_t)read_common(t, COMMON_FLAGS, d, size);
+	ev->preempt = (uint8_t)read_common(t, COMMON_PREEMPT, d, size);
+	if (t->ev_stack_id && type == t->ev_stack_id->id) {
+		uint64_t v;
 
-		if (read_u(t, t->f_stack_id, d, size, &v)) {
+		if (read_at(t, t->sid_at, d, size, &v)) {
 			ev->kind = HA_EV_STACK_ID;
 			ev->stack_id = (uint32_t)v;
 		}
-	} else if (te == t->ev_kstack) {
-		unsigned long long n;
-		uint32_t off = (uint32_t)t->f_kcaller->offset;
-		uint32_t room;
+	} else if (t->ev_kstack && type == t->ev_kstack->id) {
+		uint64_t n;
+		uint32_t off = t->kcaller_off, ls = (uint32_t)t->long_size;
+		const uint8_t *p;
 
-		if (!read_u(t, t->f_ksize, d, size, &n) || off > size)
+		if (!read_at(t, t->ksize_at, d, size, &n) || off > size)
 			return;
-		room = (size - off) / (uint32_t)t->long_size;
-		if (n > room)
-			n = room;
-		if (n > HA_KSTACK_MAX)
-			n = HA_KSTACK_MAX;
-		for (uint32_t i = 0; i < n; i++)
-			t->ips[i] = tep_read_number(t->tep, (uint8_t *)d + off + i * t->long_size,
-						    t->long_size);
+		n = MIN(n, (size - off) / ls);
+		n = MIN(n, HA_KSTACK_MAX);
+		p = (const uint8_t *)d + off;
+		if (ls == 8 && !t->big_endian == (G_BYTE_ORDER == G_LITTLE_ENDIAN)) {
+			memcpy(t->ips, p, (size_t)n * 8);
+		} else {
+			for (uint32_t i = 0; i < n; i++) {
+				uint64_t v = 0;
+
+				read_at(t, (FieldAt){ .off = i * ls, .size = ls }, p,
+					(uint32_t)n * ls, &v);
+				t->ips[i] = v;
+			}
+		}
 		ev->kind = HA_EV_KSTACK;
 		ev->nr_ips = (uint32_t)n;
 		ev->ips = t->ips;
