@@ -497,6 +497,7 @@ bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
 	GHashTableIter it;
 	gpointer k, v;
 	HistSlot over = { .key = HA_HIST_KEY_REFUSED, .ts_min = UINT64_MAX };
+	uint64_t max_counts = c->lim.max_counts;
 	CpuBatch *m;
 
 	*ret_first_chunk = 0;
@@ -509,12 +510,22 @@ bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
 		if (!write_cpu(c, b, GPOINTER_TO_UINT(k), v, ret_first_chunk, ret_small,
 			       error))
 			return false;
+	/* the boot's rows plus every key of the batch (and the refused key) within
+	 * the limit: no key can be refused, so no statement needs the guard */
+	if (m->hist_used->len) {
+		HaStoreBootRows rows;
+
+		if (!ha_store_boot_rows(c->store, c->boot, &rows, error))
+			return false;
+		if (rows.counts + m->hist_used->len + 1 <= c->lim.max_counts)
+			max_counts = UINT64_MAX;
+	}
 	for (guint i = 0; i < m->hist_used->len; i++) {
 		const HistSlot *e = &m->hist[g_array_index(m->hist_used, uint32_t, i)];
 		bool refused;
 
 		if (!ha_store_add_count(c->store, c->boot, e->key, e->count, e->ts_min,
-					e->ts_max, c->lim.max_counts, &refused, error))
+					e->ts_max, max_counts, &refused, error))
 			return false;
 		if (refused) {
 			/* a new key beyond the boot's limit: its events still counted */

@@ -478,26 +478,39 @@ bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 			uint64_t ts_min, uint64_t ts_max, uint64_t max_rows, bool *ret_refused,
 			GError **error)
 {
-	/* a new key only below the boot's limit (boot_rows, kept by a trigger), but
-	 * keys 0 (no stack) and HA_HIST_KEY_REFUSED always; the existing key's lookup
-	 * comes last, so that below the limit (every commit but at the limit) it is
-	 * never made: OR stops at its first true term */
-	sqlite3_stmt *st = STMT(s, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
-				" SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 <= ?6"
-				" OR (SELECT counts FROM boot_rows WHERE boot = ?1) < ?7"
-				" OR EXISTS(SELECT 1 FROM stack_counts WHERE boot = ?1 AND key = ?2)"
-				" ON CONFLICT(boot, key) DO UPDATE SET"
-				" count = count + excluded.count,"
-				" ts_min = MIN(ts_min, excluded.ts_min),"
-				" ts_max = MAX(ts_max, excluded.ts_max)", error);
+	sqlite3_stmt *st;
 
+	if (max_rows == UINT64_MAX) {
+		/* the caller knows every new key fits (store-ingest.h): no guard */
+		st = STMT(s, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
+			  " VALUES(?1, ?2, ?3, ?4, ?5)"
+			  " ON CONFLICT(boot, key) DO UPDATE SET"
+			  " count = count + excluded.count,"
+			  " ts_min = MIN(ts_min, excluded.ts_min),"
+			  " ts_max = MAX(ts_max, excluded.ts_max)", error);
+	} else {
+		/* a new key only below the boot's limit (boot_rows, kept by a trigger),
+		 * but keys 0 (no stack) and HA_HIST_KEY_REFUSED always; the existing
+		 * key's lookup comes last, so that below the limit (every commit but at
+		 * the limit) it is never made: OR stops at its first true term */
+		st = STMT(s, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
+			  " SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 <= ?6"
+			  " OR (SELECT counts FROM boot_rows WHERE boot = ?1) < ?7"
+			  " OR EXISTS(SELECT 1 FROM stack_counts WHERE boot = ?1 AND key = ?2)"
+			  " ON CONFLICT(boot, key) DO UPDATE SET"
+			  " count = count + excluded.count,"
+			  " ts_min = MIN(ts_min, excluded.ts_min),"
+			  " ts_max = MAX(ts_max, excluded.ts_max)", error);
+	}
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_int64(st, 2, (int64_t)key);
 	sqlite3_bind_int64(st, 3, (int64_t)count);
 	sqlite3_bind_int64(st, 4, (int64_t)ts_min);
 	sqlite3_bind_int64(st, 5, (int64_t)ts_max);
-	sqlite3_bind_int64(st, 6, (int64_t)HA_HIST_KEY_REFUSED);
-	sqlite3_bind_int64(st, 7, (int64_t)MIN(max_rows, (uint64_t)INT64_MAX));
+	if (max_rows != UINT64_MAX) {
+		sqlite3_bind_int64(st, 6, (int64_t)HA_HIST_KEY_REFUSED);
+		sqlite3_bind_int64(st, 7, (int64_t)MIN(max_rows, (uint64_t)INT64_MAX));
+	}
 	if (!step_done(s, st, error, "count stacks"))
 		return false;
 	*ret_refused = sqlite3_changes(ha_store_db(s)) == 0;

@@ -145,7 +145,9 @@ bool ha_store_fullstack_id(HaStore *s, int64_t boot, const uint64_t *ips, uint32
 
 /* Add a batch's @count events of stack key @key (hist.h) in [ts_min, ts_max]. A key
  * new to the boot gets a row while the boot holds fewer than @max_rows (keys 0 and
- * HA_HIST_KEY_REFUSED always); otherwise nothing is written and *ret_refused set. */
+ * HA_HIST_KEY_REFUSED always); otherwise nothing is written and *ret_refused set.
+ * @max_rows UINT64_MAX: no limit, for a caller that knows the boot's rows plus the
+ * keys it adds stay within it (a cheaper statement: no guard per row). */
 bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 			uint64_t ts_min, uint64_t ts_max, uint64_t max_rows, bool *ret_refused,
 			GError **error);
