@@ -22,6 +22,8 @@ struct _HaPair {
 	HaPairFn fn;
 	void *user;
 	GHashTable *cpus;	/* cpu -> CpuQ (owned) */
+	CpuQ *last;		/* the queue of the CPU last fed (NULL: none yet) ... */
+	uint32_t last_cpu;	/* ... and that CPU: a page's events are one CPU's */
 	uint64_t orphans;
 };
 
@@ -96,12 +98,15 @@ void ha_pair_free(HaPair *p)
 
 void ha_pair_feed(HaPair *p, uint32_t cpu, const HaEvent *ev, char *text)
 {
-	CpuQ *q = g_hash_table_lookup(p->cpus, GUINT_TO_POINTER(cpu));
+	CpuQ *q = p->last && p->last_cpu == cpu ? p->last :
+		  g_hash_table_lookup(p->cpus, GUINT_TO_POINTER(cpu));
 
 	if (!q) {
 		q = g_new0(CpuQ, 1);
 		g_hash_table_insert(p->cpus, GUINT_TO_POINTER(cpu), q);
 	}
+	p->last = q;	/* queues live as long as the pairer */
+	p->last_cpu = cpu;
 	if (ev->kind == HA_EV_OTHER) {
 		int ctx = context_of(ev->flags);
 		unsigned int keep = 0;
