@@ -17,9 +17,9 @@
 /*
  * The ingest's packer, which allocates nothing per batch: a batch's pages (of every
  * CPU, in arrival order) are copied once into one buffer, and each CPU's chunk is
- * compressed at commit from its spans of that buffer, packed on the fly (the same
- * bytes as ha_chunk_add_page() would have built), by one zstd context and into one
- * output buffer, both kept for the connection's life.
+ * compressed at commit from its spans of that buffer, packed into one input buffer
+ * (the same bytes as ha_chunk_add_page() would have built), by one zstd context and
+ * into one output buffer, all three kept for the connection's life.
  */
 typedef struct {
 	uint32_t off;		/* into the batch's page buffer */
