@@ -7,8 +7,10 @@
  * backwards (an endless loop), and no length is checked against the page. So before a
  * page goes to kbuffer, layout_ok() walks the same event headers and only checks that
  * every event moves forward and ends inside the committed bytes, mirroring kbuffer's
- * own length rules (libtraceevent 1.7, kbuffer-parse.c translate_data()). The parsing
- * itself - timestamps, time extends, event data - is kbuffer's and tep's.
+ * own length rules (libtraceevent 1.7, kbuffer-parse.c translate_data()). The walk
+ * itself - timestamps, time extends, where each event lies - is kbuffer's; the fields
+ * of each event are read at the offsets libtraceevent parsed from the formats, looked
+ * up once (fill_event()).
  *
  * libtraceevent 1.7's format parser also dereferences NULL on some texts that pass
  * every check below (fuzz-format finds them within minutes). So each text is parsed in
