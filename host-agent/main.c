@@ -478,12 +478,12 @@ static int run_export(HaConfig *cfg, int argc, char **argv, const char *boot,
 	}
 	o.dwarf = dw;
 	store = ha_store_open(db, true, &e);
-	if (!store || !ha_store_exec(store, "BEGIN", &e) ||
+	if (!store || !ha_store_read_begin(store, &e) ||
 	    !ha_export_tracedat(store, &o, &st, &e)) {
 		g_printerr("host-agent export: %s\n", e->message);
 		return 1;
 	}
-	ha_store_exec(store, "COMMIT", NULL);
+	ha_store_read_end(store);
 	secs = (double)(g_get_monotonic_time() - t0) / 1e6;
 	g_printerr("host-agent export: %s: %" G_GUINT64_FORMAT " events on %u CPUs (%"
 		   G_GUINT64_FORMAT " stacks from the map, %" G_GUINT64_FORMAT " ids unresolved"

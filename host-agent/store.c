@@ -411,6 +411,17 @@ bool ha_store_in_txn(HaStore *s)
 	return s->in_txn;
 }
 
+bool ha_store_read_begin(HaStore *s, GError **error)
+{
+	return ha_store_exec(s, "BEGIN", error);
+}
+
+void ha_store_read_end(HaStore *s)
+{
+	/* a read transaction has nothing to commit: a failure changes nothing */
+	ha_store_exec(s, "COMMIT", NULL);
+}
+
 sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error)
 {
 	sqlite3_stmt *st;

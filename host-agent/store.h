@@ -86,6 +86,12 @@ bool ha_store_commit(HaStore *s, GError **error);
 void ha_store_rollback(HaStore *s);
 bool ha_store_in_txn(HaStore *s);
 
+/* A read transaction (BEGIN, deferred): every read until ha_store_read_end() sees one
+ * snapshot of the database, while writers go on (WAL). For a reader of a store opened
+ * read-only (reports, export, the fleet shipper); not around ha_store_begin(). */
+bool ha_store_read_begin(HaStore *s, GError **error);
+void ha_store_read_end(HaStore *s);
+
 /* A statement prepared once and cached by @s (reset before it is returned). NULL with
  * @error set when SQL is wrong. Owned by @s. @sql must be a string literal (or live
  * as long as @s): it is cached by its address. */
