@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "proto.h"
+#include "store-clock.h"
 
 #define SAMPLES_MAX	4096u	/* completed, not yet stored (a store that fails) */
 
@@ -344,33 +345,9 @@ HaClockMap *ha_clockmap_new(const HaClockSample *samples, guint n)
 HaClockMap *ha_clockmap_load(HaStore *s, int64_t boot, GError **error)
 {
 	g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(HaClockSample));
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT guest_ts, cpu, mono_lo, mono_hi, real_lo,"
-					 " real_hi, boot_off, tai_off FROM clock_samples"
-					 " WHERE boot = ?", error);
-	int rc;
 
-	if (!st)
+	if (!ha_store_clock_samples(s, boot, a, error))
 		return NULL;
-	sqlite3_bind_int64(st, 1, boot);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		HaClockSample c = {
-			.guest_ts = (uint64_t)sqlite3_column_int64(st, 0),
-			.cpu = (uint32_t)sqlite3_column_int64(st, 1),
-			.mono_lo = sqlite3_column_int64(st, 2),
-			.mono_hi = sqlite3_column_int64(st, 3),
-			.real_lo = sqlite3_column_int64(st, 4),
-			.real_hi = sqlite3_column_int64(st, 5),
-			.boot_off = sqlite3_column_int64(st, 6),
-			.tai_off = sqlite3_column_int64(st, 7),
-		};
-
-		g_array_append_val(a, c);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read clock samples");
-		return NULL;
-	}
 	return ha_clockmap_new((const HaClockSample *)(void *)a->data, a->len);
 }
 
