@@ -47,6 +47,7 @@
 #include "proto.h"
 #include "printfmt.h"
 #include "report.h"
+#include "store-export.h"
 #include "wire.h"
 #include "tep.h"
 
@@ -487,28 +488,22 @@ static void stack_free(gpointer p)
 		g_bytes_unref(p);
 }
 
+static void on_epoch(int64_t epoch, int tag, uint64_t start_ts, void *user)
+{
+	Exporter *x = user;
+	GArray *a = g_hash_table_lookup(x->epochs, GINT_TO_POINTER(tag));
+	Epoch e = { epoch, start_ts };
+
+	if (!a) {
+		a = g_array_new(FALSE, FALSE, sizeof(Epoch));
+		g_hash_table_insert(x->epochs, GINT_TO_POINTER(tag), a);
+	}
+	g_array_append_val(a, e);
+}
+
 static bool load_epochs(Exporter *x, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT epoch, tag, start_ts FROM epochs"
-					 " WHERE boot = ? ORDER BY epoch", error);
-
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, x->boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int tag = sqlite3_column_int(st, 1);
-		GArray *a = g_hash_table_lookup(x->epochs, GINT_TO_POINTER(tag));
-		Epoch e = { sqlite3_column_int64(st, 0),
-			    (uint64_t)sqlite3_column_int64(st, 2) };
-
-		if (!a) {
-			a = g_array_new(FALSE, FALSE, sizeof(Epoch));
-			g_hash_table_insert(x->epochs, GINT_TO_POINTER(tag), a);
-		}
-		g_array_append_val(a, e);
-	}
-	sqlite3_reset(st);
-	return true;
+	return ha_store_export_epochs(x->store, x->boot, on_epoch, x, error);
 }
 
 /* Stacks cached at most (then the cache starts again): bounds the memory of a boot
@@ -516,14 +511,14 @@ static bool load_epochs(Exporter *x, GError **error)
 #define STACK_CACHE_MAX	65536u
 
 /* The stack of @id at @ts: the newest epoch with its tag started by @ts (report.h).
- * Borrowed from the cache (valid until the next call); NULL when the store has none. */
+ * Borrowed from the cache (valid until the next call); NULL when the store has none,
+ * or on a store error (x->error set, the walk stops at the end of the page). */
 static GBytes *lookup_stack(Exporter *x, uint32_t id, uint64_t ts)
 {
 	GArray *a = g_hash_table_lookup(x->epochs, GINT_TO_POINTER(smp_id_tag(id)));
 	int64_t epoch = -1;
 	uint64_t key;
 	gpointer val;
-	sqlite3_stmt *st;
 	GBytes *b = NULL;
 
 	for (guint i = a ? a->len : 0; i-- > 0;) {
@@ -539,17 +534,10 @@ static GBytes *lookup_stack(Exporter *x, uint32_t id, uint64_t ts)
 		return val;
 	if (g_hash_table_size(x->stacks) >= STACK_CACHE_MAX)
 		g_hash_table_remove_all(x->stacks);
-	st = ha_store_stmt(x->store, "SELECT ips FROM stacks WHERE boot = ? AND epoch = ?"
-			   " AND stack_id = ?", NULL);
-	if (st) {
-		sqlite3_bind_int64(st, 1, x->boot);
-		sqlite3_bind_int64(st, 2, epoch);
-		sqlite3_bind_int64(st, 3, id);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			b = g_bytes_new(sqlite3_column_blob(st, 0),
-					(gsize)sqlite3_column_bytes(st, 0));
-		sqlite3_reset(st);
-	}
+	if (x->error)
+		return NULL;
+	if (!ha_store_export_stack(x->store, x->boot, epoch, id, &b, &x->error))
+		return NULL;
 	g_hash_table_insert(x->stacks, g_memdup2(&key, sizeof(key)), b);
 	return b;
 }
@@ -655,6 +643,30 @@ static bool enum_value(const char *name, int64_t *ret, void *dw)
 	return ha_dwarf_enum(dw, name, ret);
 }
 
+typedef struct {
+	Exporter *x;
+	HaDwarf *dw;
+	GArray *fs;
+	GHashTable *seen;
+} FormatLoad;
+
+static void on_format(const char *name, const void *text, size_t len, void *user)
+{
+	FormatLoad *l = user;
+	Format f;
+	char *portable;
+
+	/* the first text of a name is the one the page walker uses (tep.h) */
+	if (!name || g_hash_table_contains(l->seen, name))
+		return;
+	f.name = g_strdup(name);
+	portable = ha_printfmt_portable(text, len, l->dw ? enum_value : NULL, l->dw);
+	f.text = g_bytes_new_take(portable, strlen(portable));
+	g_array_append_val(l->fs, f);
+	g_hash_table_add(l->seen, f.name);
+	ha_tep_add_format(l->x->tep, f.name, text, len, NULL);
+}
+
 /*
  * The boot's formats. Each is written with its print fmt line made portable
  * (printfmt.h: constants folded, enum names --vmlinux knows replaced by their values),
@@ -663,40 +675,19 @@ static bool enum_value(const char *name, int64_t *ret, void *dw)
 static GArray *load_formats(Exporter *x, GError **error)
 {
 	int64_t slide;
-	HaDwarf *dw = x->o->dwarf && ha_report_vmlinux_fits(x->store, x->boot, x->o->dwarf,
-							     &slide) ? x->o->dwarf : NULL;
-	GArray *fs = g_array_new(FALSE, FALSE, sizeof(Format));
+	g_autoptr(GArray) fs = g_array_new(FALSE, FALSE, sizeof(Format));
 	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT name, text FROM texts WHERE boot = ?"
-					 " AND kind = 'format' ORDER BY seq", error);
+	FormatLoad l = {
+		.x = x, .fs = fs, .seen = seen,
+		.dw = x->o->dwarf && ha_report_vmlinux_fits(x->store, x->boot, x->o->dwarf,
+							    &slide) ? x->o->dwarf : NULL,
+	};
 
 	g_array_set_clear_func(fs, format_clear);
-	if (!st) {
-		g_array_unref(fs);
+	if (!ha_store_export_texts(x->store, x->boot, "format", on_format, &l, error))
 		return NULL;
-	}
-	sqlite3_bind_int64(st, 1, x->boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(st, 0);
-		Format f;
-		const char *text = sqlite3_column_blob(st, 1);
-		size_t len = (size_t)sqlite3_column_bytes(st, 1);
-		char *portable;
-
-		/* the first text of a name is the one the page walker uses (tep.h) */
-		if (!name || g_hash_table_contains(seen, name))
-			continue;
-		f.name = g_strdup(name);
-		portable = ha_printfmt_portable(text ? text : "", text ? len : 0,
-						dw ? enum_value : NULL, dw);
-		f.text = g_bytes_new_take(portable, strlen(portable));
-		g_array_append_val(fs, f);
-		g_hash_table_add(seen, f.name);
-		ha_tep_add_format(x->tep, f.name, text ? text : "", text ? len : 0, NULL);
-	}
-	sqlite3_reset(st);
 	g_array_sort(fs, format_cmp);
-	return fs;
+	return g_steal_pointer(&fs);
 }
 
 /* A format text as a NUL-terminated string (g_free). */
@@ -717,63 +708,36 @@ static const Format *find_format(GArray *fs, const char *name)
 }
 
 /* The newest complete kallsyms snapshot (as ha_syms_load() picks it), or empty. */
-static GBytes *load_kallsyms(Exporter *x)
+static GBytes *load_kallsyms(Exporter *x, GError **error)
 {
-	GString *t = g_string_new(NULL);
-	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT stream, generation FROM texts WHERE"
-					 " boot = ? AND kind = 'ksyms' AND last = 1 ORDER BY"
-					 " seq DESC LIMIT 1", NULL);
-	int64_t stream = -1, gen = -1, next = 0;
-	bool complete = true;
+	g_autoptr(GString) t = g_string_new(NULL);
+	bool complete;
 
-	sqlite3_bind_int64(st, 1, x->boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		stream = sqlite3_column_int64(st, 0);
-		gen = sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
-	if (gen >= 0) {
-		st = ha_store_stmt(x->store, "SELECT chunk, text, last FROM texts WHERE boot = ?"
-				   " AND kind = 'ksyms' AND stream = ? AND generation = ?"
-				   " ORDER BY chunk", NULL);
-		sqlite3_bind_int64(st, 1, x->boot);
-		sqlite3_bind_int64(st, 2, stream);
-		sqlite3_bind_int64(st, 3, gen);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			if (sqlite3_column_int64(st, 0) != next++)
-				complete = false;
-			g_string_append_len(t, sqlite3_column_blob(st, 1),
-					    sqlite3_column_bytes(st, 1));
-			if (sqlite3_column_int(st, 2))
-				break;
-		}
-		sqlite3_reset(st);
-	}
+	if (!ha_store_export_kallsyms(x->store, x->boot, t, &complete, error))
+		return NULL;
 	if (!complete) {
 		g_printerr("host-agent export: the kallsyms snapshot misses chunks (lost"
 			   " frames): the file carries none\n");
 		g_string_truncate(t, 0);
 	}
-	return g_string_free_to_bytes(t);
+	return g_string_free_to_bytes(g_steal_pointer(&t));
 }
 
 /*
  * The boot's saved cmdlines: every CMDLINES text of every stream, in the order the
  * guest sent them (a later line for a pid wins), bounded by cmdlines.h.
  */
+static void on_cmdlines(const char *name, const void *text, size_t len, void *user)
+{
+	ha_cmdlines_add(user, text, len);
+}
+
 static GBytes *load_cmdlines(Exporter *x, GError **error)
 {
 	g_autoptr(HaCmdlines) c = ha_cmdlines_new();
-	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT text FROM texts WHERE boot = ? AND"
-					 " kind = 'cmdlines' ORDER BY seq", error);
 
-	if (!st)
+	if (!ha_store_export_texts(x->store, x->boot, "cmdlines", on_cmdlines, c, error))
 		return NULL;
-	sqlite3_bind_int64(st, 1, x->boot);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		ha_cmdlines_add(c, sqlite3_column_blob(st, 0),
-				(size_t)sqlite3_column_bytes(st, 0));
-	sqlite3_reset(st);
 	x->stats->cmdlines = ha_cmdlines_size(c);
 	if (ha_cmdlines_refused(c))
 		g_printerr("host-agent export: %" PRIu64 " saved cmdlines lines of boot %" PRId64
@@ -970,46 +934,45 @@ bool *ha_export_parse_cpus(const char *list, uint32_t nr_cpus, GError **error)
 	return g_steal_pointer(&sel);
 }
 
+/* The trace-clock range of the chunks to read (the options' -1: open). */
+static int64_t range_lo(const HaExportOpts *o)
+{
+	return o->since_ns >= 0 ? o->since_ns : 0;
+}
+
+static int64_t range_hi(const HaExportOpts *o)
+{
+	return o->until_ns >= 0 ? o->until_ns : INT64_MAX;
+}
+
 /* Write every selected chunk of @cpu; returns false with x->error on a store error. */
 static bool write_cpu(Exporter *x, uint32_t cpu, Progress *pr, uint64_t *done,
 		      uint64_t total)
 {
 	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
-	sqlite3_stmt *st = ha_store_stmt(x->store, "SELECT id FROM chunks WHERE boot = ? AND"
-					 " cpu = ? AND nr_pages > 0 AND ts_max >= ? AND"
-					 " ts_min <= ? ORDER BY first_seq, id", &x->error);
 
-	if (!st)
+	if (!ha_store_export_chunk_ids(x->store, x->boot, cpu, range_lo(x->o),
+				       range_hi(x->o), ids, &x->error))
 		return false;
-	sqlite3_bind_int64(st, 1, x->boot);
-	sqlite3_bind_int64(st, 2, cpu);
-	sqlite3_bind_int64(st, 3, x->o->since_ns >= 0 ? x->o->since_ns : 0);
-	sqlite3_bind_int64(st, 4, x->o->until_ns >= 0 ? x->o->until_ns : INT64_MAX);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		g_array_append_vals(ids, &(int64_t){ sqlite3_column_int64(st, 0) }, 1);
-	sqlite3_reset(st);
 	x->last_kept = false;
 	x->cpu_gaps = cpu < x->gaps->len ? x->gaps->pdata[cpu] : NULL;
 	x->gap_next = 0;
 	for (guint i = 0; i < ids->len; i++) {
-		g_autoptr(GBytes) raw = NULL;
+		g_autoptr(GBytes) data = NULL, raw = NULL;
 		g_autoptr(GError) e = NULL;
 		const uint8_t *page;
 		uint32_t len;
-		size_t off = 0;
+		size_t off = 0, zlen;
+		const void *z;
 
-		st = ha_store_stmt(x->store, "SELECT data FROM chunks WHERE id = ?", &x->error);
-		if (!st)
+		if (!ha_store_export_chunk_data(x->store, g_array_index(ids, int64_t, i), &data,
+						&x->error))
 			return false;
-		sqlite3_bind_int64(st, 1, g_array_index(ids, int64_t, i));
-		if (sqlite3_step(st) != SQLITE_ROW) {
-			sqlite3_reset(st);
+		if (!data)
 			continue;
-		}
-		x->stats->store_bytes += (uint64_t)sqlite3_column_bytes(st, 0);
-		raw = ha_chunk_decompress(sqlite3_column_blob(st, 0),
-					  (size_t)sqlite3_column_bytes(st, 0), &e);
-		sqlite3_reset(st);
+		z = g_bytes_get_data(data, &zlen);
+		x->stats->store_bytes += zlen;
+		raw = ha_chunk_decompress(z, zlen, &e);
 		if (!raw) {
 			g_set_error(&x->error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
 				    "chunk %" PRId64 " of CPU %u unreadable: %s",
@@ -1026,6 +989,8 @@ static bool write_cpu(Exporter *x, uint32_t cpu, Progress *pr, uint64_t *done,
 			if (x->first_of_page && ha_tep_missed(x->tep))
 				page_lost(&x->po, ha_tep_missed(x->tep));
 		}
+		if (x->error)		/* a stack the store could not read */
+			return false;
 		(*done)++;
 		progress_tick(pr, *done, total, x->stats->events);
 	}
@@ -1051,16 +1016,15 @@ static void le_append(GByteArray *b, uint64_t v, guint size)
  * count u64 times, count s64 offsets, count u64 scaling ratios; then per CPU count u64
  * scaling fraction bits.
  */
-static bool time_shift(HaStore *s, int64_t boot, const char *clock_name, uint64_t peer,
-		       uint32_t nr_cpus, GByteArray *opts, HaExportStats *st, GError **error)
+static bool time_shift(HaStore *s, int64_t boot, const HaStoreExportBoot *b,
+		       const char *clock_name, uint64_t peer, GByteArray *opts,
+		       HaExportStats *st, GError **error)
 {
 	g_autoptr(HaClockMap) m = NULL;
 	g_autoptr(GByteArray) ts = g_byte_array_new();
 	g_autoptr(GByteArray) one = g_byte_array_new();
-	g_autofree char *uuid = NULL;
 	HaHostClock clock;
 	uint64_t trace_id = 0;
-	sqlite3_stmt *q;
 	guint n;
 
 	if (!ha_host_clock_parse(clock_name, &clock)) {
@@ -1078,13 +1042,8 @@ static bool time_shift(HaStore *s, int64_t boot, const char *clock_name, uint64_
 			    " clock probe", boot);
 		return false;
 	}
-	q = ha_store_stmt(s, "SELECT boot_uuid FROM boots WHERE id = ?", error);
-	if (!q)
-		return false;
-	sqlite3_bind_int64(q, 1, boot);
-	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_bytes(q, 0) >= 8)
-		memcpy(&trace_id, sqlite3_column_blob(q, 0), 8);
-	sqlite3_reset(q);
+	if (b->uuid_len >= 8)
+		memcpy(&trace_id, b->uuid, 8);
 	/* one CPU's samples: the same for every CPU (one clock for the guest) */
 	le_append(one, n, 4);
 	st->time_shift_unc_min = UINT64_MAX;
@@ -1109,15 +1068,15 @@ static bool time_shift(HaStore *s, int64_t boot, const char *clock_name, uint64_
 		le_append(one, 1, 8);
 	le_append(ts, peer, 8);		/* the host recording's trace id, 0: not given */
 	le_append(ts, 1, 4);		/* TRACECMD_TSYNC_FLAG_INTERPOLATE */
-	le_append(ts, nr_cpus, 4);
-	for (uint32_t c = 0; c < nr_cpus; c++)
+	le_append(ts, b->nr_cpus, 4);
+	for (uint32_t c = 0; c < b->nr_cpus; c++)
 		g_byte_array_append(ts, one->data, one->len);
-	for (uint32_t c = 0; c < nr_cpus; c++)
+	for (uint32_t c = 0; c < b->nr_cpus; c++)
 		for (guint i = 0; i < n; i++)
 			le_append(ts, 0, 8);	/* fraction bits */
 	if (ts->len > 64u << 20) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NO_SPACE,
-			    "TIME_SHIFT of %u samples x %u CPUs is too large", n, nr_cpus);
+			    "TIME_SHIFT of %u samples x %u CPUs is too large", n, b->nr_cpus);
 		return false;
 	}
 	le_append(opts, OPT_TRACEID, 2);
@@ -1142,7 +1101,8 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	g_autoptr(GHashTable) stacks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
 							    g_free, stack_free);
 	g_autofree bool *sel = NULL;
-	g_autofree char *part = NULL, *clock = NULL, *release = NULL;
+	g_autofree char *part = NULL;
+	g_auto(HaStoreExportBoot) hello = { 0 };
 	g_autofree uint64_t *table = NULL;
 	g_autofree uint8_t *pagebuf = NULL, *evbuf = NULL;
 	HaExportStats stats = { 0 };
@@ -1155,11 +1115,11 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 		    .host_opts = host_opts };
 	Zout z = { 0 };
 	Progress pr = { .start = g_get_monotonic_time(), .on = o->progress && isatty(2) };
-	uint32_t psize = 0, flags = 0, nr_cpus = 0, hp_off, hp_size, slots;
+	uint32_t psize, flags, nr_cpus, hp_off, hp_size, slots;
 	uint64_t table_at = 0, options_at = 0, flyrecord = 0, fly_sec = 0, total = 0, done = 0;
 	const Format *f;
-	sqlite3_stmt *st;
-	bool ok = false;
+	const char *clock, *release;
+	bool found, ok = false;
 
 	if (!boots)
 		return false;
@@ -1169,19 +1129,14 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 		return false;
 	}
 	x.boot = g_array_index(boots, int64_t, 0);
-	st = ha_store_stmt(s, "SELECT page_size, flags, nr_cpus, trace_clock, release FROM"
-			   " boots WHERE id = ?", error);
-	if (!st)
+	/* a boot that is not there has page size 0: refused as not exportable below */
+	if (!ha_store_export_boot(s, x.boot, &found, &hello, error))
 		return false;
-	sqlite3_bind_int64(st, 1, x.boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		psize = (uint32_t)sqlite3_column_int64(st, 0);
-		flags = (uint32_t)sqlite3_column_int64(st, 1);
-		nr_cpus = (uint32_t)sqlite3_column_int64(st, 2);
-		clock = g_strdup((const char *)sqlite3_column_text(st, 3));
-		release = g_strdup((const char *)sqlite3_column_text(st, 4));
-	}
-	sqlite3_reset(st);
+	psize = hello.page_size;
+	flags = hello.flags;
+	nr_cpus = hello.nr_cpus;
+	clock = hello.trace_clock;
+	release = hello.release;
 	if (flags & SMP_HELLO_PAGES_BE) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
 			    "boot %" PRId64 " has big-endian pages: export writes little-endian"
@@ -1246,11 +1201,13 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	if (!gaps)
 		goto done;
 	x.gaps = gaps;
-	ksyms = load_kallsyms(&x);
+	ksyms = load_kallsyms(&x, error);
+	if (!ksyms)
+		goto done;
 	cmdlines = load_cmdlines(&x, error);
 	if (!cmdlines)
 		goto done;
-	if (o->host_time && !time_shift(s, x.boot, o->host_time, o->host_trace_id, nr_cpus,
+	if (o->host_time && !time_shift(s, x.boot, &hello, o->host_time, o->host_trace_id,
 					host_opts, &stats, error))
 		goto done;
 
@@ -1259,16 +1216,8 @@ bool ha_export_tracedat(HaStore *s, const HaExportOpts *o, HaExportStats *ret_st
 	if (sel)
 		while (slots > 1 && !sel[slots - 1])
 			slots--;
-	st = ha_store_stmt(s, "SELECT COUNT(*) FROM chunks WHERE boot = ? AND nr_pages > 0 AND"
-			   " ts_max >= ? AND ts_min <= ?", error);
-	if (!st)
+	if (!ha_store_export_chunk_count(s, x.boot, range_lo(o), range_hi(o), &total, error))
 		goto done;
-	sqlite3_bind_int64(st, 1, x.boot);
-	sqlite3_bind_int64(st, 2, o->since_ns >= 0 ? o->since_ns : 0);
-	sqlite3_bind_int64(st, 3, o->until_ns >= 0 ? o->until_ns : INT64_MAX);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		total = (uint64_t)sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
 
 	part = g_strconcat(o->output, ".part", NULL);
 	out.path = part;
