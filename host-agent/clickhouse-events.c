@@ -37,6 +37,7 @@
 
 #include "clocksync.h"
 #include "report.h"
+#include "store-fleet.h"
 
 #define WINDOW_PAGES	256u
 #define MAX_UNRESOLVED	256u	/* U pages per CPU remembered */
@@ -196,37 +197,40 @@ static bool mark_save(GKeyFile *kf, const char *group, const char *key, const Ma
 	return g_key_file_save_to_file(kf, path, error);
 }
 
-/* What can change an event already sent, hashed. */
-static char *boot_signature(HaStore *store, int64_t boot, bool *ended, bool *crashed,
-			    char **boot_id, GError **error)
+/* @b as hex digits, upper or lower case, appended to @s. */
+static void append_hex(GString *s, GBytes *b, bool upper)
 {
-	sqlite3_stmt *st = ha_store_stmt(store,
-		"SELECT COALESCE(ended, ''), (SELECT COUNT(*) FROM stacks WHERE boot = b.id),"
-		" (SELECT COUNT(*) FROM epochs WHERE boot = b.id),"
-		" (SELECT COUNT(*) FROM texts WHERE boot = b.id),"
-		" (SELECT COUNT(*) FROM fullstacks WHERE boot = b.id),"
-		" COALESCE(hex(pair_state), ''), lower(hex(boot_uuid)) FROM boots b"
-		" WHERE id = ?", error);
+	gsize n;
+	const uint8_t *p = g_bytes_get_data(b, &n);
+
+	for (gsize i = 0; i < n; i++)
+		g_string_append_printf(s, upper ? "%02X" : "%02x", p[i]);
+}
+
+/* What can change an event already sent, hashed (the row as text, each value and a
+ * '|', kept as it was so that a store's watermarks stay valid). */
+static char *boot_signature(const HaStoreFleetBoot *b, bool found, bool *ended,
+			    bool *crashed, char **boot_id)
+{
 	g_autoptr(GString) s = g_string_new(NULL);
+	g_autoptr(GString) h = g_string_new(NULL);
 
-	if (!st)
-		return NULL;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		for (int i = 0; i < 7; i++)
-			g_string_append_printf(s, "%s|", (const char *)sqlite3_column_text(st, i));
-		const char *h = (const char *)sqlite3_column_text(st, 6);
-
-		*ended = sqlite3_column_bytes(st, 0) > 0;
-		*crashed = !g_strcmp0((const char *)sqlite3_column_text(st, 0), "crashed");
+	if (found) {
+		append_hex(h, b->uuid, false);
+		g_string_append_printf(s, "%s|%" PRId64 "|%" PRId64 "|%" PRId64 "|%" PRId64 "|",
+				       b->ended, b->stacks, b->epochs, b->texts, b->fullstacks);
+		append_hex(s, b->pair_state, true);
+		g_string_append_printf(s, "|%s|", h->str);
+		*ended = *b->ended != '\0';
+		*crashed = !strcmp(b->ended, "crashed");
 		/* as report boots prints boot_id */
-		*boot_id = h && strlen(h) == 32 ?
-			   g_strdup_printf("%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16,
-					   h + 20) : g_strdup("?");
+		*boot_id = h->len == 32 ?
+			   g_strdup_printf("%.8s-%.4s-%.4s-%.4s-%.12s", h->str, h->str + 8,
+					   h->str + 12, h->str + 16, h->str + 20) :
+			   g_strdup("?");
 	} else {
 		*boot_id = g_strdup("?");
 	}
-	sqlite3_reset(st);
 	return g_compute_checksum_for_string(G_CHECKSUM_SHA256, s->str, (gssize)s->len);
 }
 
@@ -234,20 +238,12 @@ static bool ship_cpu(EvShip *x, HaStore *store, int64_t boot, uint32_t cpu, bool
 		     GKeyFile *kf, const char *group, const char *mark, GError **error)
 {
 	g_autofree char *key = g_strdup_printf("ev%" PRId64 ".cpu%u", boot, cpu);
-	sqlite3_stmt *st;
-	uint64_t pages = 0;
+	uint64_t pages;
 	Mark m;
 	bool ok = false;
 
-	st = ha_store_stmt(store, "SELECT COALESCE(SUM(nr_pages), 0) FROM chunks WHERE boot = ?"
-			   " AND cpu = ? AND nr_pages > 0", error);
-	if (!st)
+	if (!ha_store_fleet_cpu_pages(store, boot, cpu, &pages, error))
 		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, cpu);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		pages = (uint64_t)sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
 	mark_load(kf, group, key, &m);
 	if (pages == m.p && !moved) {
 		g_array_unref(m.u);
@@ -343,39 +339,22 @@ bool ha_ch_ship_events(HaCh *c, HaStore *store, const char *host, const char *do
 		.unres = unres, .st = st,
 	};
 	g_autoptr(HaClockMap) clock = NULL;
-	sqlite3_stmt *q;
-	bool moved;
+	g_auto(HaStoreFleetBoot) b = { 0 };
+	bool found, moved;
 
-	sig = boot_signature(store, boot, &x.ended, &x.crashed, &boot_id, error);
-	if (!sig)
+	if (!ha_store_fleet_boot(store, boot, &found, &b, error))
 		return false;
+	sig = boot_signature(&b, found, &x.ended, &x.crashed, &boot_id);
+	x.host0_us = b.start_us;
+	x.ts0 = b.first_ts;
 	clock = ha_clockmap_load(store, boot, error);
 	if (!clock)
 		return false;
 	x.clock = clock;
 	x.boot_id = boot_id;
 	moved = g_strcmp0(was, sig) != 0;
-	q = ha_store_stmt(store, "SELECT b.start_time, (SELECT MIN(ts_min) FROM chunks WHERE"
-			  " boot = b.id AND nr_pages > 0) FROM boots b WHERE b.id = ?", error);
-	if (!q)
+	if (!ha_store_fleet_cpus(store, boot, cpus, error))
 		return false;
-	sqlite3_bind_int64(q, 1, boot);
-	if (sqlite3_step(q) == SQLITE_ROW) {
-		x.host0_us = sqlite3_column_int64(q, 0);
-		x.ts0 = (uint64_t)sqlite3_column_int64(q, 1);
-	}
-	sqlite3_reset(q);
-	q = ha_store_stmt(store, "SELECT DISTINCT cpu FROM chunks WHERE boot = ? AND"
-			  " nr_pages > 0 ORDER BY cpu", error);
-	if (!q)
-		return false;
-	sqlite3_bind_int64(q, 1, boot);
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		uint32_t cpu = (uint32_t)sqlite3_column_int64(q, 0);
-
-		g_array_append_val(cpus, cpu);
-	}
-	sqlite3_reset(q);
 	for (guint i = 0; i < cpus->len; i++)
 		if (!ship_cpu(&x, store, boot, g_array_index(cpus, uint32_t, i), moved, kf, group,
 			      mark, error))

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "store-fleet.h"
 
 #include "clickhouse-rows.h"
 
@@ -153,50 +154,33 @@ static void hash_u64(GChecksum *sum, uint64_t v)
 	hash_str(sum, t);
 }
 
+static void on_lost(uint64_t stream_id, uint32_t cpu, const uint64_t v[4], void *user)
+{
+	LostRow r = { .stream = stream_id, .cpu = cpu };
+
+	memcpy(r.v, v, sizeof(r.v));
+	g_array_append_val((GArray *)user, r);
+}
+
+static void on_stat(uint64_t stream_id, uint32_t key, int64_t value, void *user)
+{
+	StatsRow r = { .stream = stream_id, .key = key, .value = value };
+
+	g_array_append_val((GArray *)user, r);
+}
+
 /* The boot's numbers, stacks, LOST and STATS rows from the store (one read
  * transaction) and their snapshot hash. */
 static bool read_boot_rows(HaStore *store, int64_t id, BootNow *ret, GError **error)
 {
-	sqlite3_stmt *st;
-
 	ret->stacks = g_array_new(FALSE, FALSE, sizeof(StackRow));
 	g_array_set_clear_func(ret->stacks, stack_row_clear);
 	ret->lost = g_array_new(FALSE, FALSE, sizeof(LostRow));
 	ret->stats = g_array_new(FALSE, FALSE, sizeof(StatsRow));
-	if (!ha_report_boot(store, id, &ret->boot, error) ||
-	    !ha_report_folded(store, id, on_stack, ret->stacks, error))
-		return false;
-	st = ha_store_stmt(store, "SELECT s.stream_id, l.cpu, l.overrun, l.commit_overrun,"
-			   " l.dropped_events, l.read_events FROM lost l JOIN streams s ON"
-			   " s.id = l.stream WHERE l.boot = ? ORDER BY 1, 2", error);
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		LostRow r = { .cpu = (uint32_t)sqlite3_column_int64(st, 1) };
-
-		r.stream = (uint64_t)sqlite3_column_int64(st, 0);
-		for (int i = 0; i < 4; i++)
-			r.v[i] = (uint64_t)sqlite3_column_int64(st, 2 + i);
-		g_array_append_val(ret->lost, r);
-	}
-	sqlite3_reset(st);
-	st = ha_store_stmt(store, "SELECT s.stream_id, t.key, t.value FROM stats t JOIN streams"
-			   " s ON s.id = t.stream WHERE t.boot = ? ORDER BY 1, 2", error);
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		StatsRow r = {
-			.stream = (uint64_t)sqlite3_column_int64(st, 0),
-			.key = (uint32_t)sqlite3_column_int64(st, 1),
-			.value = sqlite3_column_int64(st, 2),
-		};
-
-		g_array_append_val(ret->stats, r);
-	}
-	sqlite3_reset(st);
-	return true;
+	return ha_report_boot(store, id, &ret->boot, error) &&
+	       ha_report_folded(store, id, on_stack, ret->stacks, error) &&
+	       ha_store_fleet_lost(store, id, on_lost, ret->lost, error) &&
+	       ha_store_fleet_stats(store, id, on_stat, ret->stats, error);
 }
 
 static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
@@ -207,10 +191,10 @@ static bool read_boot(HaStore *store, int64_t id, BootNow *ret, GError **error)
 	gsize dlen = sizeof(digest);
 	bool ok;
 
-	if (!ha_store_exec(store, "BEGIN", error))	/* one consistent snapshot */
+	if (!ha_store_read_begin(store, error))	/* one consistent snapshot */
 		return false;
 	ok = read_boot_rows(store, id, ret, error);
-	ha_store_exec(store, "COMMIT", NULL);
+	ha_store_read_end(store);
 	if (!ok)
 		return false;
 	/* every value a row of the boot carries */
@@ -345,20 +329,12 @@ bool ha_ch_ship(HaCh *c, HaStore *store, const char *host, const char *domain,
 	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	g_autofree char *group = g_strdup_printf("%s %s", host, domain);
 	Ship s = { .ch = c, .host = host, .domain = domain, .st = st };
-	sqlite3_stmt *q;
 
 	if (!ha_ch_schema(c, error))
 		return false;
 	g_key_file_load_from_file(kf, mark, G_KEY_FILE_NONE, NULL);	/* none yet: all */
-	q = ha_store_stmt(store, "SELECT id FROM boots ORDER BY id", error);
-	if (!q)
+	if (!ha_store_fleet_boot_ids(store, ids, error))
 		return false;
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(q, 0);
-
-		g_array_append_val(ids, id);
-	}
-	sqlite3_reset(q);
 	for (guint i = 0; i < ids->len; i++) {
 		int64_t id = g_array_index(ids, int64_t, i);
 		g_autofree char *key = g_strdup_printf("boot%" PRId64, id);
