@@ -2,11 +2,18 @@
 /* Unit tests: store creation, schema version, migration refusal, domain names; a
  * boot's row counters (boot_rows) against COUNT(*) of its rows, through the typed
  * calls, a rolled-back frame and the migration of an older store; the chunk packer's
- * spans give back the bytes ha_chunk_add_page() packs. */
+ * spans give back the bytes ha_chunk_add_page() packs; the typed reads of export,
+ * compaction, the shipper and the clock map (a missing row said so, a store error an
+ * error). */
+#include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <string.h>
 
 #include "chunk.h"
+#include "store-clock.h"
+#include "store-compact.h"
+#include "store-export.h"
+#include "store-fleet.h"
 #include "store-ingest.h"
 #include "store.h"
 #include "tap.h"
@@ -225,6 +232,103 @@ static void test_boot_rows(const char *dir)
 	}
 }
 
+static bool count_chunk(int64_t id, uint32_t cpu, uint64_t raw_bytes, bool fixed,
+			void *user)
+{
+	(*(int *)user)++;
+	return true;
+}
+
+/*
+ * The typed calls of store-export, store-compact, store-fleet and store-clock: a chunk
+ * put back by compaction reads back column for column, a row that is not there is
+ * said so (found false, NULL, or an error for a chunk compaction must have), and a
+ * store error is an error: with a table gone under statements already prepared and
+ * cached, a read fails instead of returning no rows.
+ */
+static void test_typed_reads(const char *dir)
+{
+	g_autofree char *path = g_build_filename(dir, "typed.db", NULL);
+	g_autoptr(GError) e = NULL;
+	g_autoptr(GBytes) data = NULL;
+	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	g_autoptr(GArray) samples = g_array_new(FALSE, FALSE, sizeof(HaClockSample));
+	g_auto(HaStoreExportBoot) hello = { 0 };
+	g_auto(HaStoreFleetBoot) fb = { 0 };
+	g_auto(HaStoreCompactChunk) c = { 0 };
+	HaStoreCompactChunk in = { .cpu = 1, .have_seq = true, .first_seq = 5, .last_seq = 9,
+				   .ts_min = 100, .ts_max = 200, .pages = 5, .events = 50,
+				   .traced = 25, .raw_bytes = 4096,
+				   .data = g_bytes_new_static("zstd", 4) };
+	HaStore *s = ha_store_open(path, false, &e);
+	bool ok = s != NULL, found = true;
+	int n = 0;
+
+	CHECK(ok, "open %s (%s)", path, e ? e->message : "ok");
+	if (!ok) {
+		g_bytes_unref(in.data);
+		return;
+	}
+	ok = ha_store_begin(s, &e) &&
+	     ha_store_exec(s, "INSERT INTO boots(id, boot_uuid, page_size, nr_cpus, flags,"
+			   " trace_clock, start_time) VALUES(3, x'00112233445566778899aabbccddeeff',"
+			   " 4096, 2, 0, 'mono', 77)", &e) &&
+	     ha_store_compact_put(s, 3, 10, &in, &e) &&
+	     ha_store_compact_take(s, 10, &c, &e) && ha_store_compact_put(s, 3, 10, &c, &e) &&
+	     ha_store_commit(s, &e);
+	g_bytes_unref(in.data);
+	CHECK(ok && c.cpu == 1 && c.have_seq && c.first_seq == 5 && c.last_seq == 9 &&
+	      c.ts_min == 100 && c.ts_max == 200 && c.pages == 5 && c.events == 50 &&
+	      c.traced == 25 && c.raw_bytes == 4096 && g_bytes_get_size(c.data) == 4,
+	      "a chunk taken and put back keeps its columns (%s)", e ? e->message : "ok");
+	g_clear_error(&e);
+
+	ok = ha_store_export_boot(s, 3, &found, &hello, &e);
+	CHECK(ok && found && hello.page_size == 4096 && hello.nr_cpus == 2 &&
+	      !g_strcmp0(hello.trace_clock, "mono") && !hello.release &&
+	      hello.uuid_len == 16 && hello.uuid[15] == 0xff, "export reads the boot row");
+	ha_store_export_boot_clear(&hello);
+	ok = ha_store_export_boot(s, 4, &found, &hello, &e);
+	CHECK(ok && !found && !hello.page_size, "a boot not stored: found false, no error");
+	ok = ha_store_fleet_boot(s, 3, &found, &fb, &e);
+	CHECK(ok && found && !strcmp(fb.ended, "") && fb.start_us == 77 && fb.first_ts == 100 &&
+	      g_bytes_get_size(fb.uuid) == 16 && !g_bytes_get_size(fb.pair_state),
+	      "the shipper reads the boot row and its first event time");
+	ok = ha_store_export_chunk_ids(s, 3, 1, 150, 150, ids, &e);
+	CHECK(ok && ids->len == 1 && g_array_index(ids, int64_t, 0) == 10,
+	      "export lists the chunk of the range");
+	ok = ha_store_export_chunk_data(s, 11, &data, &e);
+	CHECK(ok && !data, "a chunk gone since listed: NULL, no error");
+	ok = ha_store_compact_take(s, 11, &c, &e);
+	CHECK(!ok && g_error_matches(e, G_IO_ERROR, G_IO_ERROR_NOT_FOUND),
+	      "a chunk to merge that is gone is an error: %s", e ? e->message : "none");
+	g_clear_error(&e);
+	ok = ha_store_compact_chunks(s, 3, 0, count_chunk, &n, &e) &&
+	     ha_store_clock_samples(s, 3, samples, &e);
+	CHECK(ok && n == 1 && !samples->len, "one chunk listed, no clock samples");
+
+	/* the statements above stay prepared in the store's cache */
+	ok = ha_store_exec(s, "DROP TABLE clock_samples; DROP INDEX chunks_boot_ts;"
+			   " DROP TABLE chunks", &e);
+	CHECK(ok, "tables dropped (%s)", e ? e->message : "ok");
+	n = 0;
+	ok = ha_store_compact_chunks(s, 3, 0, count_chunk, &n, &e);
+	CHECK(!ok && e && !n, "listing a table that is gone fails: %s", e ? e->message : "none");
+	g_clear_error(&e);
+	ok = ha_store_clock_samples(s, 3, samples, &e);
+	CHECK(!ok && e, "reading clock samples of a table gone fails: %s",
+	      e ? e->message : "none");
+	g_clear_error(&e);
+	ok = ha_store_export_chunk_data(s, 10, &data, &e);
+	CHECK(!ok && e && !data, "reading a chunk of a table gone fails");
+	ha_store_free(s);
+	for (const char *const *x = (const char *const[]){ "", "-wal", "-shm", NULL }; *x; x++) {
+		g_autofree char *f = g_strconcat(path, *x, NULL);
+
+		g_unlink(f);
+	}
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("ha-store-XXXXXX", NULL);
@@ -265,6 +369,7 @@ int main(void)
 
 	test_chunkz();
 	test_boot_rows(dir);
+	test_typed_reads(dir);
 
 	g_unlink(path);
 	{
