@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "pagewalk.h"
 #include "store-postmortem.h"
 
 const IngestSessionLimits ingest_session_limits = {
@@ -93,37 +94,37 @@ static bool on_text(HaConn *c, const struct smp_frame *f, GError **error)
 				 error);
 }
 
+/* A page's events in its CPU's batch (HaPageWalk.user). */
 typedef struct {
 	HaConn *c;
-	uint32_t cpu;
 	CpuBatch *b;
-	bool fed;		/* an event of this page was fed to the pairer */
 } WalkCtx;
 
-static void on_event(const HaEvent *ev, void *user)
+static void batch_event(CpuBatch *b, const HaEvent *ev)
+{
+	b->events++;
+	b->ts_min = MIN(b->ts_min, ev->ts);
+	b->ts_max = MAX(b->ts_max, ev->ts);
+}
+
+/* Each event of a page, before pagewalk.h feeds it to the pairer. */
+static char *on_event(const HaEvent *ev, uint32_t cpu, void *user)
 {
 	WalkCtx *w = user;
 
-	/* events lost before this page: no stack after it belongs to one before it */
-	if (!w->fed && ha_tep_missed(w->c->tep) != 0)
-		ha_pair_lost(w->c->pair, w->cpu);
-	w->fed = true;
+	(void)cpu;
+	batch_event(w->b, ev);
+	return NULL;
+}
 
-	w->b->events++;
-	w->b->ts_min = MIN(w->b->ts_min, ev->ts);
-	w->b->ts_max = MAX(w->b->ts_max, ev->ts);
-	/* a clock probe's marker is ours, not a traced event: never paired nor counted */
-	if (ev->kind == HA_EV_OTHER) {
-		uint64_t id;
+/* A clock probe's marker is ours, not a traced event: never paired nor counted. */
+static void on_marker(const HaEvent *ev, uint32_t cpu, uint64_t probe, void *user)
+{
+	WalkCtx *w = user;
 
-		if (ha_marker_event_id(&w->c->marker, ev->type, ev->data, ev->size, &id)) {
-			if (ha_clock_probe_marker(w->c->clk, id, ev->ts, w->cpu) &&
-			    !w->c->pending_since)
-				w->c->pending_since = g_get_monotonic_time();
-			return;
-		}
-	}
-	ha_pair_feed(w->c->pair, w->cpu, ev, NULL);
+	batch_event(w->b, ev);
+	if (ha_clock_probe_marker(w->c->clk, probe, ev->ts, cpu) && !w->c->pending_since)
+		w->c->pending_since = g_get_monotonic_time();
 }
 
 static char *page_key(uint32_t cpu, const uint8_t *data, size_t len)
@@ -178,6 +179,8 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 	struct smp_page m;
 	g_autoptr(GError) e = NULL;
 	WalkCtx w = { .c = c };
+	HaPageWalk pw = { .tep = c->tep, .pair = c->pair, .marker = &c->marker,
+			  .on_marker = on_marker, .on_event = on_event, .user = &w };
 	int r = smp_page_decode(&m, f->payload, f->len);
 
 	(void)error;	/* pages are stored at the commit (ingest-batch.c) */
@@ -202,19 +205,16 @@ static bool on_page(HaConn *c, const struct smp_frame *f, GError **error)
 			return false;
 		}
 	}
-	w.cpu = m.cpu;
 	w.b = ingest_batch_get(c, m.cpu);
 	if (ha_tep_ready(c->tep)) {
 		long missed;
 
-		if (ha_tep_walk_page(c->tep, m.data, m.data_len, on_event, &w, &e) < 0) {
+		if (ha_pagewalk_page(&pw, m.cpu, m.data, m.data_len, &e) < 0) {
 			c->d_bad_pages++;
 			ingest_malformed(c, f, "cpu %u: %s", m.cpu, e->message);
 			return true;
 		}
 		missed = ha_tep_missed(c->tep);
-		if (missed != 0 && !w.fed)
-			ha_pair_lost(c->pair, m.cpu);
 		if (missed > 0)
 			c->d_missed += (uint64_t)missed;
 		else if (missed < 0)
