@@ -12,109 +12,6 @@
 #include "clocksync.h"
 #include "proto.h"
 
-/*
- * The sum of a column of @boot's rows, each read as the u64 the guest sent (LOST
- * counts are u64 on the wire, stored as int64), saturating at UINT64_MAX: no report
- * shows a negative or wrapped count, whatever the guest sent.
- */
-static uint64_t sum_u64(HaStore *s, const char *sql, int64_t boot)
-{
-	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
-	uint64_t v = 0;
-
-	if (!st)
-		return 0;
-	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		for (int i = 0; i < sqlite3_column_count(st); i++) {
-			uint64_t x = (uint64_t)sqlite3_column_int64(st, i);
-
-			v = x > UINT64_MAX - v ? UINT64_MAX : v + x;
-		}
-	}
-	sqlite3_reset(st);
-	return v;
-}
-
-static int64_t scalar(HaStore *s, const char *sql, int64_t boot)
-{
-	sqlite3_stmt *st = ha_store_stmt(s, sql, NULL);
-	int64_t v = 0;
-
-	if (!st)
-		return 0;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	return v;
-}
-
-/*
- * Loss the ring buffer's own counters do not show (a reset of the buffer, as by a
- * trace clock switch, clears them; an event the reader never got stays counted only
- * as an entry). From the newest STATS of the boot:
- *  - @unread: SMP_STAT_RB_UNREAD, the per-CPU "entries" still in the buffer after the
- *    agent's final drain with tracing off (0 when it was not sent);
- *  - @successes: the map's successes in its epoch @epoch, i.e. stack ids handed out
- *    in that epoch, each for one TRACE_STACK_ID event committed to the ring buffer
- *    (the kernel reserves the event before it asks the map), against @stored, the
- *    stored events whose stack_id is of that epoch. A STATS frame older than the
- *    end of the stream makes @successes a lower bound, never an excess.
- */
-typedef struct {
-	uint64_t epoch, successes, stored, unread;	/* negative values read as 0 */
-	bool have_map;
-} MapLoss;
-
-static uint64_t col_u64(sqlite3_stmt *st, int i)
-{
-	int64_t v = sqlite3_column_int64(st, i);
-
-	return v > 0 ? (uint64_t)v : 0;
-}
-
-static void map_loss(HaStore *s, int64_t boot, MapLoss *ret)
-{
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT e.value, n.value FROM stats e JOIN stats n"
-					 " ON n.stream = e.stream AND n.key = ?2 WHERE e.boot = ?1"
-					 " AND e.key = ?3 ORDER BY e.value DESC, n.value DESC"
-					 " LIMIT 1", NULL);
-
-	*ret = (MapLoss){ 0 };
-	if (!st)
-		return;
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, SMP_STAT_MAP_SUCCESSES);
-	sqlite3_bind_int64(st, 3, SMP_STAT_MAP_EPOCH);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		ret->have_map = true;
-		ret->epoch = col_u64(st, 0);
-		ret->successes = col_u64(st, 1);
-	}
-	sqlite3_reset(st);
-	/* hist.h keys of stack ids: 2 * (gen << 31 | stack_id) + 2; epoch = gen * 2048 + tag */
-	st = ha_store_stmt(s, "SELECT COALESCE(SUM(count), 0) FROM stack_counts WHERE"
-			   " boot = ?1 AND key > 0 AND key % 2 = 0 AND ((key / 2 - 1) >> 31) *"
-			   " 2048 + (((key / 2 - 1) >> 20) & 2047) = ?2", NULL);
-	if (st && ret->have_map) {
-		sqlite3_bind_int64(st, 1, boot);
-		sqlite3_bind_int64(st, 2, (int64_t)ret->epoch);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			ret->stored = col_u64(st, 0);
-		sqlite3_reset(st);
-	}
-	st = ha_store_stmt(s, "SELECT COALESCE(MAX(value), 0) FROM stats WHERE boot = ?1 AND"
-			   " key = ?2", NULL);
-	if (st) {
-		sqlite3_bind_int64(st, 1, boot);
-		sqlite3_bind_int64(st, 2, SMP_STAT_RB_UNREAD);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			ret->unread = col_u64(st, 0);
-		sqlite3_reset(st);
-	}
-}
-
 /* boots --json: the clock samples of boot @b (clocksync.h): how many the map keeps and
  * their best and worst uncertainty (0 samples: the guest never answered a probe). */
 static void host_time_json(HaStore *s, int64_t b, JsonBuilder *j)
@@ -148,58 +45,64 @@ void ha_report_boot_clear(HaReportBoot *b)
 	g_clear_pointer(&b->ended, g_free);
 }
 
+/*
+ * Loss the ring buffer's own counters do not show (a reset of the buffer, as by a
+ * trace clock switch, clears them; an event the reader never got stays counted only
+ * as an entry). From the newest STATS of the boot (HaStoreBootCounts):
+ *  - unread: SMP_STAT_RB_UNREAD, the per-CPU "entries" still in the buffer after the
+ *    agent's final drain with tracing off (0 when it was not sent);
+ *  - map_successes: the map's successes in its epoch map_epoch, i.e. stack ids handed
+ *    out in that epoch, each for one TRACE_STACK_ID event committed to the ring
+ *    buffer (the kernel reserves the event before it asks the map), against
+ *    map_stored, the stored events whose stack_id is of that epoch. A STATS frame
+ *    older than the end of the stream makes map_successes a lower bound, never an
+ *    excess.
+ */
 bool ha_report_boot(HaStore *s, int64_t b, HaReportBoot *ret, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT release, start_time, COALESCE(end_time,"
-					 " last_time), COALESCE(ended, 'running') FROM boots"
-					 " WHERE id = ?", error);
+	g_auto(HaStoreBootInfo) info = { 0 };
+	g_autoptr(GHashTable) p = NULL;
 	HaReportBoot r = { .boot = b };
+	HaStoreBootCounts n;
 	uint64_t explained;
-	MapLoss ml;
 
-	if (!st)
+	if (!ha_store_boot_info(s, b, &info, error))
 		return false;
-	sqlite3_bind_int64(st, 1, b);
-	if (sqlite3_step(st) != SQLITE_ROW) {
-		sqlite3_reset(st);
+	if (!info.found) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no boot %" PRId64, b);
 		return false;
 	}
-	r.kernel = g_strdup((const char *)sqlite3_column_text(st, 0));
-	r.start_us = sqlite3_column_int64(st, 1);
-	r.end_us = sqlite3_column_int64(st, 2);
-	r.ended = g_strdup((const char *)sqlite3_column_text(st, 3));
-	sqlite3_reset(st);
-	r.boot_id = ha_rp_boot_uuid(s, b);
-	{
-		g_autoptr(GHashTable) p = ha_rp_pending_events(s, b);
-
-		r.stack_not_received = g_hash_table_size(p);
+	if (!(p = ha_rp_pending_events(s, b, error)) || !ha_store_boot_counts(s, b, &n, error))
+		return false;
+	r.kernel = g_steal_pointer(&info.release);
+	r.start_us = info.start_us;
+	r.end_us = info.has_end ? info.end_us : info.last_us;
+	r.ended = g_strdup(info.ended ? info.ended : "running");
+	r.boot_id = ha_rp_boot_uuid(s, b, error);
+	if (!r.boot_id) {
+		ha_report_boot_clear(&r);
+		return false;
 	}
-	r.events = sum_u64(s, "SELECT nr_traced FROM chunks WHERE boot = ?", b) +
-		   r.stack_not_received;
-	r.lost_frames = sum_u64(s, "SELECT gap_frames FROM streams WHERE boot = ?", b);
+	r.stack_not_received = g_hash_table_size(p);
+	r.events = n.traced + r.stack_not_received;
+	r.lost_frames = n.gap_frames;
 	/* Ring-buffer loss: the larger of what the pages flagged and what the guest's
 	 * per-CPU stats say (they count the same overwritten events). */
-	r.lost_events = MAX(sum_u64(s, "SELECT overrun, dropped_events FROM lost WHERE"
-				    " boot = ?", b),
-			    sum_u64(s, "SELECT missed_events FROM streams WHERE boot = ?", b));
-	r.stacks = scalar(s, "SELECT COUNT(*) FROM stacks WHERE boot = ?", b) +
-		   scalar(s, "SELECT COUNT(*) FROM fullstacks WHERE boot = ?", b);
-	r.epochs = scalar(s, "SELECT COUNT(*) FROM epochs WHERE boot = ?", b);
-	r.malformed = sum_u64(s, "SELECT malformed FROM streams WHERE boot = ?", b);
+	r.lost_events = MAX(n.ring_lost, n.missed_events);
+	r.stacks = n.stacks + n.fullstacks;
+	r.epochs = n.epochs;
+	r.malformed = n.malformed;
 	/* LOST counts what the ring buffer's counters missed too, once: stack ids handed
 	 * out beyond what is stored and not explained by those counters. */
-	map_loss(s, b, &ml);
-	explained = ml.stored + r.lost_events + ml.unread;
-	if (explained < ml.stored)
+	explained = n.map_stored + r.lost_events + n.unread;
+	if (explained < n.map_stored)
 		explained = UINT64_MAX;
-	r.unseen_stack_ids = ml.successes > explained ? ml.successes - explained : 0;
-	r.unread_events = ml.unread;
-	r.lost_events += ml.unread + r.unseen_stack_ids;
-	r.map_epoch = ml.epoch;
-	r.map_successes = ml.successes;
-	r.stack_id_events = ml.stored;
+	r.unseen_stack_ids = n.map_successes > explained ? n.map_successes - explained : 0;
+	r.unread_events = n.unread;
+	r.lost_events += n.unread + r.unseen_stack_ids;
+	r.map_epoch = n.map_epoch;
+	r.map_successes = n.map_successes;
+	r.stack_id_events = n.map_stored;
 	*ret = r;
 	return true;
 }

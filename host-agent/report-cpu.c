@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "chunk.h"
+#include "pagewalk.h"
 
 typedef struct {
 	uint64_t page;
@@ -21,8 +22,6 @@ typedef struct {
 	HaPair *pair;
 	HaSyms *syms;
 	HaRpEvCtx x;
-	uint32_t cpu;
-	bool fed;
 	uint64_t page;		/* the page being walked (ordinal) */
 	uint32_t idx;		/* the next event's ordinal in it */
 	uint64_t from, to;	/* the pages whose events are given */
@@ -31,7 +30,6 @@ typedef struct {
 	GHashTable *where;	/* text (the pairer's per-event pointer) -> EvWhere */
 	HaReportEventFn fn;
 	void *user;
-	const HaMarkerFormat *marker;	/* the clock probes' marker events: not given */
 	GArray *gaps;		/* this CPU's of ha_report_gaps(), or NULL */
 	guint gap_next;		/* the first of them not yet passed */
 } CpuWalk;
@@ -75,27 +73,27 @@ static void cpu_paired(const HaPaired *p, void *user)
 	g_hash_table_remove(c->where, p->text);
 }
 
-static void cpu_event(const HaEvent *ev, void *user)
+/* A clock probe's marker is the agent's, not a traced event: neither given nor
+ * paired, as events skips it (it keeps its ordinal: the others' keys stay). */
+static void cpu_marker(const HaEvent *ev, uint32_t cpu, uint64_t probe, void *user)
+{
+	CpuWalk *c = user;
+
+	(void)ev;
+	(void)cpu;
+	(void)probe;
+	c->idx++;
+}
+
+static char *cpu_event(const HaEvent *ev, uint32_t cpu, void *user)
 {
 	CpuWalk *c = user;
 	char *text = NULL;
-	uint64_t probe;
 
-	/* a clock probe's marker is the agent's, not a traced event: neither given nor
-	 * paired, as events skips it (it keeps its ordinal: the others' keys stay) */
-	if (ev->kind == HA_EV_OTHER &&
-	    ha_marker_event_id(c->marker, ev->type, ev->data, ev->size, &probe)) {
-		c->idx++;
-		return;
-	}
-	if (!c->fed && ha_tep_missed(c->tep) != 0)
-		ha_pair_lost(c->pair, c->cpu);
-	c->fed = true;
-	if (ev->kind == HA_EV_OTHER)
-		ha_rp_pass_gaps(c->pair, c->cpu, c->gaps, &c->gap_next, ev->ts);
 	if (ev->kind == HA_EV_OTHER) {
 		EvWhere *w = g_new(EvWhere, 1);
 
+		ha_rp_pass_gaps(c->pair, cpu, c->gaps, &c->gap_next, ev->ts);
 		text = ha_tep_format_event(c->tep, ev);
 		if (!text)
 			text = g_strdup("");	/* events prints "" for it too */
@@ -106,44 +104,35 @@ static void cpu_event(const HaEvent *ev, void *user)
 			c->waiting++;
 	}
 	c->idx++;
-	ha_pair_feed(c->pair, c->cpu, ev, text);
+	return text;
 }
 
 bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 			  uint64_t to, HaReportEventFn fn, void *user, uint64_t *ret_pages,
 			  GError **error)
 {
-	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
+	g_autoptr(GArray) chunks = g_array_new(FALSE, FALSE, sizeof(HaStoreChunkPos));
 	g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	g_autoptr(GArray) evs = g_array_new(FALSE, TRUE, sizeof(HaRpEv));
 	g_autoptr(GHashTable) where = g_hash_table_new_full(g_direct_hash, g_direct_equal,
 							    NULL, g_free);
 	g_auto(HaRpBoot) b = { 0 };
 	g_autoptr(HaPair) pair = NULL;
-	CpuWalk c = { .cpu = cpu, .from = from, .to = to, .where = where, .fn = fn,
-		      .user = user };
+	CpuWalk c = { .from = from, .to = to, .where = where, .fn = fn, .user = user };
+	HaPageWalk w = { .on_marker = cpu_marker, .on_event = cpu_event, .user = &c };
 	bool own_txn = !ha_store_in_txn(s), ok = false;
 	uint64_t pages = 0;
-	sqlite3_stmt *st;
 	guint i, start = 0;
 
 	if (own_txn && !ha_store_exec(s, "BEGIN", error))	/* one snapshot */
 		return false;
 	g_array_set_clear_func(evs, ha_rp_ev_clear);
-	st = ha_store_stmt(s, "SELECT id, nr_pages FROM chunks WHERE boot = ? AND cpu = ? AND"
-			   " nr_pages > 0 ORDER BY id", error);
-	if (!st)
+	if (!ha_store_cpu_chunks(s, boot, cpu, chunks, error))
 		goto out;
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, cpu);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-
-		g_array_append_val(ids, id);
+	for (i = 0; i < chunks->len; i++) {
 		g_array_append_val(first, pages);
-		pages += (uint64_t)sqlite3_column_int64(st, 1);
+		pages += g_array_index(chunks, HaStoreChunkPos, i).nr_pages;
 	}
-	sqlite3_reset(st);
 	*ret_pages = pages;
 	if (to > pages)
 		to = c.to = pages;
@@ -151,13 +140,13 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 		ok = true;
 		goto out;
 	}
-	c.tail = ids->len ? g_array_index(first, uint64_t, ids->len - 1) : 0;
+	c.tail = chunks->len ? g_array_index(first, uint64_t, chunks->len - 1) : 0;
 	/* from the chunk that holds the page before @from: its events pair with ours */
-	while (start + 1 < ids->len && g_array_index(first, uint64_t, start + 1) < MAX(from, 1))
+	while (start + 1 < chunks->len &&
+	       g_array_index(first, uint64_t, start + 1) < MAX(from, 1))
 		start++;
 	if (!ha_rp_boot_load(s, boot, NULL, &b, error))
 		goto out;
-	c.marker = &b.marker;
 	c.gaps = cpu < b.gaps->len ? b.gaps->pdata[cpu] : NULL;
 	pair = ha_pair_new(cpu_paired, &c);
 	c.tep = b.tep;
@@ -165,44 +154,50 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	c.syms = b.syms;
 	c.x = (HaRpEvCtx){ .evs = evs, .store = s, .boot = boot, .pending = b.pending,
 			   .recovered_from = b.recovered_from };
+	w.tep = b.tep;
+	w.pair = pair;
+	w.marker = &b.marker;
 	/* up to the chunk that holds page @to, and on while an event of ours waits */
-	for (i = start; i < ids->len; i++) {
+	for (i = start; i < chunks->len; i++) {
+		g_autoptr(GBytes) data = NULL;
 		g_autoptr(GBytes) raw = NULL;
-		g_autoptr(GError) e = NULL;
 		const uint8_t *page;
 		uint32_t len;
 		size_t off = 0;
+		int64_t chunk_cpu;
 
 		if (g_array_index(first, uint64_t, i) > to && !c.waiting)
 			break;
-		st = ha_store_stmt(s, "SELECT data FROM chunks WHERE id = ?", error);
-		if (!st)
+		if (!ha_store_chunk_data(s, g_array_index(chunks, HaStoreChunkPos, i).id,
+					 &chunk_cpu, &data, error))
 			goto out;
-		sqlite3_bind_int64(st, 1, g_array_index(ids, int64_t, i));
-		if (sqlite3_step(st) == SQLITE_ROW)
-			raw = ha_chunk_decompress(sqlite3_column_blob(st, 0),
-						  (size_t)sqlite3_column_bytes(st, 0), &e);
-		sqlite3_reset(st);
+		if (data)
+			raw = ha_chunk_decompress(g_bytes_get_data(data, NULL),
+						  g_bytes_get_size(data), NULL);
 		c.page = g_array_index(first, uint64_t, i);
 		if (!raw) {
 			/* what events skips (it says why on stderr) */
 			continue;
 		}
 		while (ha_chunk_next_page(raw, &off, &page, &len)) {
-			c.fed = false;
 			c.idx = 0;
-			if (ha_tep_walk_page(b.tep, page, len, cpu_event, &c, NULL) >= 0 &&
-			    !c.fed && ha_tep_missed(b.tep) != 0)
-				ha_pair_lost(pair, cpu);
+			ha_pagewalk_page(&w, cpu, page, len, NULL);
 			c.page++;
 		}
+		if (c.x.error) {
+			g_propagate_error(error, g_steal_pointer(&c.x.error));
+			goto out;
+		}
 	}
-	if (i == ids->len)
+	if (i == chunks->len)
 		ha_pair_flush(pair);	/* the CPU's end: as events finishes them */
+	if (c.x.error) {
+		g_propagate_error(error, g_steal_pointer(&c.x.error));
+		goto out;
+	}
 	ok = true;
 out:
 	if (own_txn)
 		ha_store_exec(s, "COMMIT", NULL);
 	return ok;
 }
-

@@ -15,14 +15,14 @@
 #include "chunk.h"
 #include "clocksync.h"
 #include "export-perf.h"
+#include "pagewalk.h"
 #include "proto.h"
+#include "store-ingest.h"
 
+/* What decoding a boot's pages does with each event (HaPageWalk.user). */
 typedef struct {
 	HaTep *tep;
 	HaPair *pair;
-	uint32_t cpu;
-	bool fed;		/* an event of this page was fed to the pairer */
-	const HaMarkerFormat *marker;	/* the clock probes' marker events */
 	GPtrArray *gaps;	/* ha_report_gaps(), or NULL */
 	guint *gap_next;	/* per CPU: the first gap not yet passed */
 } WalkCtx;
@@ -36,7 +36,11 @@ void ha_rp_on_paired(const HaPaired *p, void *user)
 	e.recovered = rf && p->cpu < rf->len && p->ts >= g_array_index(rf, guint64, p->cpu);
 
 	if (p->stack == HA_STACK_ID) {
-		ha_rp_resolve_map(x->store, x->boot, p->stack_id, p->ts, p->ts, &e.st);
+		g_autoptr(GError) err = NULL;
+
+		if (!ha_rp_resolve_map(x->store, x->boot, p->stack_id, p->ts, p->ts, &e.st,
+				       &err) && !x->error)
+			x->error = g_steal_pointer(&err);
 	} else if (p->stack == HA_STACK_LOST) {
 		e.st.kind = ST_LOST;
 	} else if (p->stack == HA_STACK_FULL) {
@@ -53,24 +57,15 @@ void ha_rp_on_paired(const HaPaired *p, void *user)
 	g_array_append_val(x->evs, e);
 }
 
-static void on_event(const HaEvent *ev, void *user)
+static char *on_event(const HaEvent *ev, uint32_t cpu, void *user)
 {
 	WalkCtx *w = user;
-	uint64_t probe;
 
-	/* a clock probe's marker (clocksync.h) is the agent's, not a traced event */
-	if (ev->kind == HA_EV_OTHER &&
-	    ha_marker_event_id(w->marker, ev->type, ev->data, ev->size, &probe))
-		return;
-	/* events lost before this page: no stack after it belongs to one before it */
-	if (!w->fed && ha_tep_missed(w->tep) != 0)
-		ha_pair_lost(w->pair, w->cpu);
-	w->fed = true;
-	if (ev->kind == HA_EV_OTHER && w->gaps && w->cpu < w->gaps->len)
-		ha_rp_pass_gaps(w->pair, w->cpu, w->gaps->pdata[w->cpu],
-				&w->gap_next[w->cpu], ev->ts);
-	ha_pair_feed(w->pair, w->cpu, ev,
-		     ev->kind == HA_EV_OTHER ? ha_tep_format_event(w->tep, ev) : NULL);
+	if (ev->kind != HA_EV_OTHER)
+		return NULL;
+	if (w->gaps && cpu < w->gaps->len)
+		ha_rp_pass_gaps(w->pair, cpu, w->gaps->pdata[cpu], &w->gap_next[cpu], ev->ts);
+	return ha_tep_format_event(w->tep, ev);
 }
 
 static int ev_cmp(gconstpointer a, gconstpointer b)
@@ -108,60 +103,54 @@ static void add_symbol(uint64_t addr, const char *name, const char *module, void
 	ha_tep_add_symbol(tep, addr, name, module);
 }
 
+static void add_format(const char *name, const void *text, size_t len, bool refused,
+		       void *tep)
+{
+	if (!name)
+		return;
+	if (refused)
+		ha_tep_add_refused_text(tep, name, text, len);
+	else
+		ha_tep_add_format(tep, name, text, len, NULL);
+}
+
 /* The boot's formats and symbols in a new HaTep that prints with @syms (borrowed, must
  * outlive it) and the enum constants of @syms' DWARF when it has one. */
-HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms)
+HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT page_size, flags FROM boots WHERE id = ?",
-					 NULL);
-	HaTep *t;
-	uint32_t psize = 4096, flags = 0;
+	g_auto(HaStoreBootInfo) info = { 0 };
+	g_autoptr(HaTep) t = NULL;
 
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		psize = (uint32_t)sqlite3_column_int64(st, 0);
-		flags = (uint32_t)sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
-	t = ha_tep_new(psize, flags & SMP_HELLO_PAGES_BE);
+	if (!ha_store_boot_info(s, boot, &info, error))
+		return NULL;
+	if (!info.found)
+		info.page_size = 4096;
+	t = ha_tep_new(info.page_size, info.flags & SMP_HELLO_PAGES_BE);
 	ha_tep_set_symbolizer(t, symbolize, syms);
 	if (ha_syms_dwarf(syms))
 		ha_tep_set_enum_resolver(t, enum_value, ha_syms_dwarf(syms));
 	/* a refused text (never parsed again) names the events of its id in the report */
-	st = ha_store_stmt(s, "SELECT name, text, kind FROM texts WHERE boot = ? AND kind IN"
-			   " ('format', 'format-refused') ORDER BY seq", NULL);
-	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(st, 0);
-		const char *text = sqlite3_column_blob(st, 1);
-		size_t len = (size_t)sqlite3_column_bytes(st, 1);
-
-		if (!name)
-			continue;
-		if (!g_strcmp0((const char *)sqlite3_column_text(st, 2), "format-refused"))
-			ha_tep_add_refused_text(t, name, text, len);
-		else
-			ha_tep_add_format(t, name, text, len, NULL);
-	}
-	sqlite3_reset(st);
+	if (!ha_store_formats_foreach(s, boot, add_format, t, error))
+		return NULL;
 	ha_syms_foreach(syms, add_symbol, t);	/* for libtraceevent's own %pS */
-	return t;
+	return g_steal_pointer(&t);
 }
 
-void ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret)
+bool ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT text FROM texts WHERE boot = ? AND"
-					 " kind = 'format' AND name = 'ftrace/print'", NULL);
+	g_autoptr(GBytes) text = NULL;
 
 	ret->type = -1;
-	if (!st)
-		return;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW &&
-	    !ha_marker_format_parse(sqlite3_column_blob(st, 0),
-				    (size_t)sqlite3_column_bytes(st, 0), ret))
-		ret->type = -1;
-	sqlite3_reset(st);
+	if (!ha_store_format_text(s, boot, "ftrace/print", &text, error))
+		return false;
+	if (text) {
+		gsize len;
+		const char *p = g_bytes_get_data(text, &len);
+
+		if (!ha_marker_format_parse(p, len, ret))
+			ret->type = -1;
+	}
+	return true;
 }
 
 static void first_ts(const HaEvent *ev, void *user)
@@ -171,45 +160,42 @@ static void first_ts(const HaEvent *ev, void *user)
 	*ts = MIN(*ts, ev->ts);
 }
 
+typedef struct {
+	HaTep *tep;
+	GArray *from;		/* guint64 by CPU */
+} RecoveredCtx;
+
+static void recovered_chunk(uint32_t cpu, const void *data, size_t len, int64_t ts_min,
+			    void *user)
+{
+	RecoveredCtx *r = user;
+	g_autoptr(GBytes) raw = NULL;
+	const uint8_t *page;
+	uint32_t plen;
+	size_t off = 0;
+	guint64 ts = G_MAXUINT64, none = G_MAXUINT64;
+
+	while (r->from->len <= cpu)
+		g_array_append_val(r->from, none);
+	if (g_array_index(r->from, guint64, cpu) != G_MAXUINT64)
+		return;		/* the CPU's first recovered event is known */
+	if (ha_tep_ready(r->tep))
+		raw = ha_chunk_decompress(data, len, NULL);
+	while (raw && ts == G_MAXUINT64 && ha_chunk_next_page(raw, &off, &page, &plen))
+		ha_tep_walk_page(r->tep, page, plen, first_ts, &ts, NULL);
+	/* pages that do not parse: the chunk's range, which may start earlier */
+	if (ts == G_MAXUINT64 && ts_min >= 0)
+		ts = (guint64)ts_min;
+	g_array_index(r->from, guint64, cpu) = ts;
+}
+
 GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, HaTep *tep, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, data, ts_min FROM chunks WHERE"
-					 " boot = ? AND recovered = 1 AND cpu >= 0 AND"
-					 " cpu < 4096 ORDER BY cpu, first_seq, id", error);
 	g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(guint64));
-	guint64 none = G_MAXUINT64;
-	int rc;
+	RecoveredCtx r = { .tep = tep, .from = a };
 
-	if (!st)
+	if (!ha_store_recovered_chunks(s, boot, recovered_chunk, &r, error))
 		return NULL;
-	sqlite3_bind_int64(st, 1, boot);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		guint cpu = (guint)sqlite3_column_int64(st, 0);
-		g_autoptr(GBytes) raw = NULL;
-		const uint8_t *page;
-		uint32_t len;
-		size_t off = 0;
-		guint64 ts = G_MAXUINT64;
-
-		while (a->len <= cpu)
-			g_array_append_val(a, none);
-		if (g_array_index(a, guint64, cpu) != G_MAXUINT64)
-			continue;	/* the CPU's first recovered event is known */
-		if (ha_tep_ready(tep))
-			raw = ha_chunk_decompress(sqlite3_column_blob(st, 1),
-						  (size_t)sqlite3_column_bytes(st, 1), NULL);
-		while (raw && ts == G_MAXUINT64 && ha_chunk_next_page(raw, &off, &page, &len))
-			ha_tep_walk_page(tep, page, len, first_ts, &ts, NULL);
-		/* pages that do not parse: the chunk's range, which may start earlier */
-		if (ts == G_MAXUINT64 && sqlite3_column_type(st, 2) != SQLITE_NULL)
-			ts = (guint64)MAX(sqlite3_column_int64(st, 2), 0);
-		g_array_index(a, guint64, cpu) = ts;
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read the recovered chunks");
-		return NULL;
-	}
 	return g_steal_pointer(&a);
 }
 
@@ -217,9 +203,12 @@ bool ha_rp_boot_load(HaStore *s, int64_t boot, HaDwarf *dw, HaRpBoot *ret, GErro
 {
 	*ret = (HaRpBoot){ .store = s, .boot = boot };
 	ret->syms = ha_rp_load_syms(s, boot, dw);
-	ret->tep = ha_rp_load_tep(s, boot, ret->syms);
-	ha_rp_load_marker(s, boot, &ret->marker);
-	ret->pending = ha_rp_pending_events(s, boot);
+	ret->tep = ha_rp_load_tep(s, boot, ret->syms, error);
+	if (!ret->tep || !ha_rp_load_marker(s, boot, &ret->marker, error))
+		return false;
+	ret->pending = ha_rp_pending_events(s, boot, error);
+	if (!ret->pending)
+		return false;
 	ret->gaps = ha_report_gaps(s, boot, error);
 	if (!ret->gaps)
 		return false;
@@ -296,31 +285,23 @@ void ha_rp_pass_gaps(HaPair *pair, uint32_t cpu, const GArray *gaps, guint *next
 	}
 }
 
+static void add_gap(uint32_t cpu, uint64_t after_ts, void *user)
+{
+	GPtrArray *g = user;
+
+	if (cpu >= g->len)
+		g_ptr_array_set_size(g, (gint)cpu + 1);
+	if (!g->pdata[cpu])
+		g->pdata[cpu] = g_array_new(FALSE, FALSE, sizeof(guint64));
+	g_array_append_val((GArray *)g->pdata[cpu], after_ts);
+}
+
 GPtrArray *ha_report_gaps(HaStore *s, int64_t boot, GError **error)
 {
 	g_autoptr(GPtrArray) g = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT cpu, after_ts FROM gaps WHERE boot = ?"
-					 " AND cpu < 4096 ORDER BY cpu, after_ts", error);
-	int rc;
 
-	if (!st)
+	if (!ha_store_gap_positions(s, boot, add_gap, g, error))
 		return NULL;
-	sqlite3_bind_int64(st, 1, boot);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		guint cpu = (guint)sqlite3_column_int64(st, 0);
-		guint64 t = (guint64)MAX(sqlite3_column_int64(st, 1), 0);
-
-		if (cpu >= g->len)
-			g_ptr_array_set_size(g, (gint)cpu + 1);
-		if (!g->pdata[cpu])
-			g->pdata[cpu] = g_array_new(FALSE, FALSE, sizeof(guint64));
-		g_array_append_val((GArray *)g->pdata[cpu], t);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read gap positions");
-		return NULL;
-	}
 	return g_steal_pointer(&g);
 }
 
@@ -374,10 +355,7 @@ static bool perf_flush(GArray *evs, uint64_t limit, HaPair *pair, const HaReport
 }
 
 /* A chunk to decode: where it goes in the merge (its start) and in its CPU's ring. */
-typedef struct {
-	int64_t id, cpu, seq;
-	uint64_t ts_min;
-} ChunkPos;
+typedef HaStoreChunkPos ChunkPos;
 
 static int pos_ring_cmp(gconstpointer a, gconstpointer b)
 {
@@ -385,8 +363,8 @@ static int pos_ring_cmp(gconstpointer a, gconstpointer b)
 
 	if (x->cpu != y->cpu)
 		return x->cpu < y->cpu ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq > y->seq ? -1 : 1;	/* newest first, as @pos is */
+	if (x->first_seq != y->first_seq)
+		return x->first_seq > y->first_seq ? -1 : 1;	/* newest first, as @pos is */
 	return x->id > y->id ? -1 : x->id < y->id;
 }
 
@@ -426,6 +404,59 @@ static void in_ring_order(GArray *pos)
 	}
 }
 
+/* HaStoreChunkPosFn of the newest chunks: until they hold enough ring events. */
+typedef struct {
+	uint64_t have, enough;
+	int64_t t;		/* their oldest start */
+} Newest;
+
+static bool newest_chunk(const HaStoreChunkPos *c, void *user)
+{
+	Newest *n = user;
+
+	n->have += c->nr_events;
+	n->t = MIN(n->t, (int64_t)c->ts_min);
+	return n->have < n->enough;
+}
+
+/* The chunk @id of @b decoded into @w's pairer (*@ret_done false when there is no
+ * such chunk or it does not inflate): false with @error on a store error. */
+static bool decode_chunk(HaRpBoot *b, int64_t id, HaPageWalk *w, uint64_t *bad_pages,
+			 bool *ret_done, GError **error)
+{
+	g_autoptr(GBytes) data = NULL;
+	g_autoptr(GBytes) raw = NULL;
+	g_autoptr(GError) e = NULL;
+	const uint8_t *page;
+	uint32_t len;
+	size_t off = 0;
+	int64_t cpu;
+
+	*ret_done = false;
+	if (!ha_store_chunk_data(b->store, id, &cpu, &data, error))
+		return false;
+	if (!data)
+		return true;
+	raw = ha_chunk_decompress(g_bytes_get_data(data, NULL), g_bytes_get_size(data), &e);
+	if (!raw) {
+		/* warnings go to stderr, never into the report (JSON included) */
+		g_printerr("host-agent report: boot %" PRId64 ": chunk %" PRId64
+			   " unreadable: %s\n", b->boot, id, e->message);
+		return true;
+	}
+	*ret_done = true;
+	while (ha_chunk_next_page(raw, &off, &page, &len)) {
+		g_autoptr(GError) pe = NULL;
+
+		if (ha_pagewalk_page(w, (uint32_t)cpu, page, len, &pe) < 0 &&
+		    ++*bad_pages <= 10)
+			g_printerr("host-agent report: boot %" PRId64 ": chunk %" PRId64
+				   ": unparsable page: %s\n", b->boot, id,
+				   pe ? pe->message : "?");
+	}
+	return true;
+}
+
 bool ha_rp_decode(HaRpBoot *b, const HaRpDecode *d, GArray *evs, GError **error)
 {
 	HaStore *s = b->store;
@@ -436,9 +467,12 @@ bool ha_rp_decode(HaRpBoot *b, const HaRpDecode *d, GArray *evs, GError **error)
 	HaRpEvCtx x = { .evs = evs, .store = s, .boot = b->boot, .pending = b->pending,
 			.recovered_from = b->recovered_from };
 	g_autoptr(HaPair) pair = ha_pair_new(ha_rp_on_paired, &x);
-	uint64_t run = UINT64_MAX, have = 0, bad_pages = 0;
+	WalkCtx wc = { .tep = b->tep, .pair = pair, .gaps = b->gaps, .gap_next = gap_next };
+	HaPageWalk w = { .tep = b->tep, .pair = pair, .marker = &b->marker,
+			 .on_event = on_event, .user = &wc };
+	uint64_t run = UINT64_MAX, bad_pages = 0;
 	int64_t since = d->since_ns >= 0 ? d->since_ns : 0;
-	sqlite3_stmt *st;
+	bool ok = false;
 	HaRpProgress pr;
 
 	/*
@@ -449,43 +483,18 @@ bool ha_rp_decode(HaRpBoot *b, const HaRpDecode *d, GArray *evs, GError **error)
 	 * missing from the merge. Decoded oldest first for the pairing.
 	 */
 	if (d->since_ns < 0 && d->until_ns < 0) {
-		int64_t t = INT64_MAX;
+		Newest n = { .enough = 2ull * d->want + 64, .t = INT64_MAX };
 
-		st = ha_store_stmt(s, "SELECT nr_events, ts_min FROM chunks WHERE boot = ?1 AND"
-				   " nr_pages > 0 AND (?2 < 0 OR cpu = ?2)"
-				   " ORDER BY ts_max DESC, id DESC", error);
-		if (!st)
+		if (!ha_store_chunks_newest(s, b->boot, d->cpu, newest_chunk, &n, error))
 			return false;
-		sqlite3_bind_int64(st, 1, b->boot);
-		sqlite3_bind_int64(st, 2, d->cpu);
-		while (have < 2ull * d->want + 64 && sqlite3_step(st) == SQLITE_ROW) {
-			have += (uint64_t)sqlite3_column_int64(st, 0);
-			t = MIN(t, sqlite3_column_int64(st, 1));
-		}
-		sqlite3_reset(st);
-		since = t == INT64_MAX ? 0 : t;
+		since = n.t == INT64_MAX ? 0 : n.t;
 	}
 	/* Chunks without a time range hold pages the daemon could not parse when they
 	 * came (before the formats): decoded too, they may parse now, or are counted
 	 * as unparsable on stderr. */
-	st = ha_store_stmt(s, "SELECT id, ts_min, cpu, first_seq FROM chunks WHERE boot = ?1"
-			   " AND nr_pages > 0 AND (?4 < 0 OR cpu = ?4) AND ((ts_max >= ?2 AND"
-			   " ts_min <= ?3) OR ts_max IS NULL) ORDER BY ts_min DESC, id DESC", error);
-	if (!st)
+	if (!ha_store_chunks_range(s, b->boot, d->cpu, since,
+				   d->until_ns >= 0 ? d->until_ns : INT64_MAX, pos, error))
 		return false;
-	sqlite3_bind_int64(st, 1, b->boot);
-	sqlite3_bind_int64(st, 2, since);
-	sqlite3_bind_int64(st, 3, d->until_ns >= 0 ? d->until_ns : INT64_MAX);
-	sqlite3_bind_int64(st, 4, d->cpu);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		ChunkPos c = { .id = sqlite3_column_int64(st, 0),
-			       .ts_min = (uint64_t)MAX(sqlite3_column_int64(st, 1), 0),
-			       .cpu = sqlite3_column_int64(st, 2),
-			       .seq = sqlite3_column_int64(st, 3) };
-
-		g_array_append_val(pos, c);
-	}
-	sqlite3_reset(st);
 	in_ring_order(pos);
 	for (guint i = 0; i < pos->len; i++) {
 		const ChunkPos *c = &g_array_index(pos, ChunkPos, i);
@@ -500,55 +509,23 @@ bool ha_rp_decode(HaRpBoot *b, const HaRpDecode *d, GArray *evs, GError **error)
 	}
 	ha_rp_progress_init(&pr, "decoding pages");
 	for (guint i = chunks->len; i-- > 0;) {
-		int64_t id = g_array_index(chunks, int64_t, i);
-		g_autoptr(GBytes) raw = NULL;
-		g_autoptr(GError) e = NULL;
-		WalkCtx w = { .tep = b->tep, .pair = pair, .marker = &b->marker,
-			      .gaps = b->gaps, .gap_next = gap_next };
-		const uint8_t *page;
-		uint32_t len;
-		size_t off = 0;
+		bool done;
 
-		st = ha_store_stmt(s, "SELECT cpu, data FROM chunks WHERE id = ?", error);
-		if (!st) {
-			ha_rp_progress_end(&pr);
-			return false;
+		if (!decode_chunk(b, g_array_index(chunks, int64_t, i), &w, &bad_pages, &done,
+				  error))
+			goto out;
+		if (x.error) {
+			g_propagate_error(error, g_steal_pointer(&x.error));
+			goto out;
 		}
-		sqlite3_bind_int64(st, 1, id);
-		if (sqlite3_step(st) != SQLITE_ROW) {
-			sqlite3_reset(st);
+		if (!done)
 			continue;
-		}
-		w.cpu = (uint32_t)sqlite3_column_int64(st, 0);
-		raw = ha_chunk_decompress(sqlite3_column_blob(st, 1),
-					  (size_t)sqlite3_column_bytes(st, 1), &e);
-		sqlite3_reset(st);
-		if (!raw) {
-			/* warnings go to stderr, never into the report (JSON included) */
-			g_printerr("host-agent report: boot %" PRId64 ": chunk %" PRId64
-				   " unreadable: %s\n", b->boot, id, e->message);
-			continue;
-		}
-		while (ha_chunk_next_page(raw, &off, &page, &len)) {
-			g_autoptr(GError) pe = NULL;
-
-			w.fed = false;
-			if (ha_tep_walk_page(b->tep, page, len, on_event, &w, &pe) < 0) {
-				if (++bad_pages <= 10)
-					g_printerr("host-agent report: boot %" PRId64 ": chunk %"
-						   PRId64 ": unparsable page: %s\n", b->boot, id,
-						   pe ? pe->message : "?");
-			} else if (!w.fed && ha_tep_missed(b->tep) != 0) {
-				ha_pair_lost(pair, w.cpu);
-			}
-		}
 		ha_rp_progress_tick(&pr, chunks->len - i, chunks->len);
 		if (d->chunk_done && !d->chunk_done(evs, g_array_index(older, uint64_t, i), pair,
 						    d->user)) {
-			ha_rp_progress_end(&pr);
 			g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
 				    "writing the report: %s", g_strerror(errno));
-			return false;
+			goto out;
 		}
 	}
 	ha_rp_progress_end(&pr);
@@ -556,8 +533,16 @@ bool ha_rp_decode(HaRpBoot *b, const HaRpDecode *d, GArray *evs, GError **error)
 		g_printerr("host-agent report: boot %" PRId64 ": %" PRIu64 " unparsable pages"
 			   " in all\n", b->boot, bad_pages);
 	ha_pair_flush(pair);
+	if (x.error) {
+		g_propagate_error(error, g_steal_pointer(&x.error));
+		return false;
+	}
 	g_array_sort(evs, ev_cmp);
 	return true;
+out:
+	ha_rp_progress_end(&pr);
+	g_clear_error(&x.error);
+	return ok;
 }
 
 void ha_rp_event_json(JsonBuilder *j, const HaRpEv *e, const HaSyms *syms,
@@ -684,7 +669,9 @@ bool ha_rp_events(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		g_array_set_clear_func(evs, ha_rp_ev_clear);
 	}
 	first = evs->len > want ? evs->len - want : 0;
-	uuid = ha_rp_boot_uuid(s, boot);
+	uuid = ha_rp_boot_uuid(s, boot, error);
+	if (!uuid)
+		return false;
 	if (as_folded) {
 		events_folded(evs, first, b.syms, out);
 		return true;

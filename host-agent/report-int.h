@@ -25,6 +25,7 @@
 #include "report-json.h"
 #include "report.h"
 #include "resolve.h"
+#include "store-report.h"
 #include "tep.h"
 
 #define HA_RP_TOP_DEFAULT	20u
@@ -55,20 +56,21 @@ extern const char HA_RP_WHY_REFUSED[];
 extern const char *const ha_rp_stack_kinds[];
 
 void ha_rp_stack_clear(HaRpStack *s);
-/* The 8-byte little-endian ips of a stored blob: a new array (g_array_unref). */
-GArray *ha_rp_ips_from_blob(const void *blob, int bytes);
-/* The stack of stack_id @id seen between @ts_min and @ts_max (report.h's rule). */
-void ha_rp_resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
-		       uint64_t ts_max, HaRpStack *ret);
-void ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret);
+/* The stack of stack_id @id seen between @ts_min and @ts_max (resolve.h's
+ * ha_resolve_stack_id()), or of fullstacks row @id. False with @error on a store
+ * error. */
+bool ha_rp_resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
+		       uint64_t ts_max, HaRpStack *ret, GError **error);
+bool ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret, GError **error);
 
 /* The boot's ftrace/print format as the clock probes' marker events (clocksync.h),
- * which no report shows: ret->type -1 when the boot has none. */
-void ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret);
+ * which no report shows: ret->type -1 when the boot has none. False with @error on a
+ * store error. */
+bool ha_rp_load_marker(HaStore *s, int64_t boot, HaMarkerFormat *ret, GError **error);
 
 /* pending_key()s of the events of @boot still waiting for their stack event in the
- * stored pairing state: g_hash_table_unref(). */
-GHashTable *ha_rp_pending_events(HaStore *s, int64_t boot);
+ * stored pairing state: g_hash_table_unref(); NULL with @error on a store error. */
+GHashTable *ha_rp_pending_events(HaStore *s, int64_t boot, GError **error);
 /*
  * Frames the agent dropped lie before an event at @ts of @cpu: finish as lost, in
  * @pair, the events waiting for their stack before each of @gaps (one CPU's of
@@ -81,8 +83,9 @@ char *ha_rp_pending_key(uint32_t cpu, uint64_t ts, int pid);
 
 /* As --boot names them (report.h's ha_report_select_boots()). */
 GArray *ha_rp_select_boots(HaStore *s, const char *arg, GError **error);
-/* The boot's boot_id as a UUID string ("?" without one): g_free(). */
-char *ha_rp_boot_uuid(HaStore *s, int64_t boot);
+/* The boot's boot_id as a UUID string ("?" without one): g_free(); NULL with @error
+ * on a store error. */
+char *ha_rp_boot_uuid(HaStore *s, int64_t boot, GError **error);
 /* The boot's kallsyms, with @dw's DWARF when it fits the boot: ha_syms_free(). */
 HaSyms *ha_rp_load_syms(HaStore *s, int64_t boot, HaDwarf *dw);
 
@@ -140,14 +143,17 @@ typedef struct {
 	int64_t boot;
 	GHashTable *pending;	/* ha_rp_pending_events() */
 	const GArray *recovered_from;	/* ha_rp_recovered_from(), or NULL: none */
+	GError *error;		/* the first store error resolving a stack: the caller
+				 * fails with it (g_clear_error() it) */
 } HaRpEvCtx;
 
-/* HaPairFn: the paired event as an HaRpEv, its stack resolved, appended to @user's. */
+/* HaPairFn: the paired event as an HaRpEv, its stack resolved, appended to @user's
+ * (a store error is kept in @user's error, the event appended unresolved). */
 void ha_rp_on_paired(const HaPaired *p, void *user);
 void ha_rp_ev_clear(gpointer p);
 /* The boot's formats and symbols in a new HaTep printing with @syms (which must outlive
- * it): g_autoptr(HaTep). */
-HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms);
+ * it): g_autoptr(HaTep); NULL with @error on a store error. */
+HaTep *ha_rp_load_tep(HaStore *s, int64_t boot, HaSyms *syms, GError **error);
 
 /* What decoding a boot's events needs, loaded once (ha_rp_boot_load()). */
 typedef struct {

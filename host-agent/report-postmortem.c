@@ -72,29 +72,22 @@ static bool starts_report(const Rec *r)
 	return false;
 }
 
+static void add_rec(int64_t seq, uint64_t ts_nsec, const void *text, size_t len,
+		    void *user)
+{
+	Rec r = { .seq = seq, .ts = ts_nsec, .text = g_bytes_new(text, len) };
+
+	g_array_append_val((GArray *)user, r);
+}
+
 static GArray *load_kmsg(HaStore *s, int64_t boot, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT seq, ts_nsec, text FROM kmsg WHERE"
-					 " boot = ? ORDER BY seq", error);
-	GArray *a;
+	g_autoptr(GArray) a = g_array_new(FALSE, TRUE, sizeof(Rec));
 
-	if (!st)
-		return NULL;
-	a = g_array_new(FALSE, TRUE, sizeof(Rec));
 	g_array_set_clear_func(a, rec_clear);
-	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		Rec r = {
-			.seq = sqlite3_column_int64(st, 0),
-			.ts = (uint64_t)sqlite3_column_int64(st, 1),
-			.text = g_bytes_new(sqlite3_column_blob(st, 2),
-					    (gsize)sqlite3_column_bytes(st, 2)),
-		};
-
-		g_array_append_val(a, r);
-	}
-	sqlite3_reset(st);
-	return a;
+	if (!ha_store_kmsg_foreach(s, boot, add_rec, a, error))
+		return NULL;
+	return g_steal_pointer(&a);
 }
 
 /* Console lines of records [@from, @to), control bytes but tab shown as \xNN. */
@@ -136,73 +129,7 @@ static void json_recs(JsonBuilder *b, const char *name, GArray *recs, guint from
 	json_builder_end_array(b);
 }
 
-typedef struct {
-	char *status, *source, *message, *osrelease;
-	int64_t time, dump_bytes, dump_ms, recover_ms, kernel_offset, records, skipped;
-	/* the replay (HaPmRow): stream and seam_seq -1 when none */
-	int64_t stream, seam_seq, arena_frames, ring_pages, ring_events, map_records;
-	int64_t frames_stored, frames_dup, events_stored;
-	bool found;
-} PmRow;
-
-static void pm_row_clear(PmRow *p)
-{
-	g_free(p->status);
-	g_free(p->source);
-	g_free(p->message);
-	g_free(p->osrelease);
-}
-
-static char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-
-	return t ? g_strdup((const char *)t) : NULL;
-}
-
-static int64_t col_opt(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
-}
-
-static bool load_pm(HaStore *s, int64_t boot, PmRow *p, GError **error)
-{
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT status, source, message, osrelease, time,"
-					 " dump_bytes, dump_ms, recover_ms, kernel_offset,"
-					 " kmsg_records, kmsg_skipped, stream, seam_seq,"
-					 " arena_frames, ring_pages, ring_events, map_records,"
-					 " frames_stored, frames_dup, events_stored FROM postmortems"
-					 " WHERE boot = ?", error);
-
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		p->found = true;
-		p->status = col_text(st, 0);
-		p->source = col_text(st, 1);
-		p->message = col_text(st, 2);
-		p->osrelease = col_text(st, 3);
-		p->time = sqlite3_column_int64(st, 4);
-		p->dump_bytes = col_opt(st, 5);
-		p->dump_ms = col_opt(st, 6);
-		p->recover_ms = col_opt(st, 7);
-		p->kernel_offset = col_opt(st, 8);
-		p->records = sqlite3_column_int64(st, 9);
-		p->skipped = sqlite3_column_int64(st, 10);
-		p->stream = col_opt(st, 11);
-		p->seam_seq = col_opt(st, 12);
-		p->arena_frames = sqlite3_column_int64(st, 13);
-		p->ring_pages = sqlite3_column_int64(st, 14);
-		p->ring_events = sqlite3_column_int64(st, 15);
-		p->map_records = sqlite3_column_int64(st, 16);
-		p->frames_stored = sqlite3_column_int64(st, 17);
-		p->frames_dup = sqlite3_column_int64(st, 18);
-		p->events_stored = sqlite3_column_int64(st, 19);
-	}
-	sqlite3_reset(st);
-	return true;
-}
+typedef HaStorePmInfo PmRow;
 
 /* The replay's figures, after the kernel log. */
 static void append_replay(GString *out, const PmRow *pm)
@@ -243,25 +170,10 @@ static void json_replay(JsonBuilder *b, const PmRow *pm)
 /* The CPUs with stored pages (guint, ascending): NULL with @error. */
 static GArray *boot_cpus(HaStore *s, int64_t boot, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT DISTINCT cpu FROM chunks WHERE boot = ?"
-					 " AND nr_pages > 0 AND cpu >= 0 AND cpu < 4096"
-					 " ORDER BY cpu", error);
 	g_autoptr(GArray) a = g_array_new(FALSE, FALSE, sizeof(guint));
-	int rc;
 
-	if (!st)
+	if (!ha_store_chunk_cpus(s, boot, a, error))
 		return NULL;
-	sqlite3_bind_int64(st, 1, boot);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		guint cpu = (guint)sqlite3_column_int64(st, 0);
-
-		g_array_append_val(a, cpu);
-	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read the boot's CPUs");
-		return NULL;
-	}
 	return g_steal_pointer(&a);
 }
 
@@ -328,16 +240,11 @@ static bool last_events(HaStore *s, int64_t boot, HaDwarf *dw, guint n, JsonBuil
 static int64_t pick_boot(HaStore *s, const HaReportOpts *o, GError **error)
 {
 	g_autoptr(GArray) ids = NULL;
-	sqlite3_stmt *st;
 	int64_t boot = 0;
 
 	if (!o->boot) {
-		st = ha_store_stmt(s, "SELECT MAX(boot) FROM postmortems", error);
-		if (!st)
+		if (!ha_store_pm_newest_boot(s, &boot, error))
 			return -1;
-		if (sqlite3_step(st) == SQLITE_ROW)
-			boot = sqlite3_column_int64(st, 0);
-		sqlite3_reset(st);
 		if (boot > 0)
 			return boot;
 	}
@@ -356,12 +263,13 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 		      GError **error)
 {
 	g_autoptr(GArray) recs = NULL;
-	g_autofree char *uuid = NULL, *ended = NULL, *release = NULL, *end_s = NULL;
+	g_autofree char *uuid = NULL, *end_s = NULL;
 	g_autofree char *pm_s = NULL;
+	g_auto(HaStoreBootInfo) info = { 0 };
+	const char *ended, *release;
 	PmRow pm = { 0 };
-	int64_t boot, end_time = 0;
+	int64_t boot, end_time;
 	guint panic = G_MAXUINT, start = 0, end = 0, before, limit, per_cpu = PER_CPU_DEFAULT;
-	sqlite3_stmt *st;
 	bool ok = true;
 
 	if (o->arg) {
@@ -378,19 +286,14 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 	boot = pick_boot(s, o, error);
 	if (boot < 0)
 		return false;
-	st = ha_store_stmt(s, "SELECT ended, end_time, release FROM boots WHERE id = ?", error);
-	if (!st)
+	if (!ha_store_boot_info(s, boot, &info, error) ||
+	    !(uuid = ha_rp_boot_uuid(s, boot, error)))
 		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		ended = col_text(st, 0);
-		end_time = sqlite3_column_int64(st, 1);
-		release = col_text(st, 2);
-	}
-	sqlite3_reset(st);
-	uuid = ha_rp_boot_uuid(s, boot);
-	if (!load_pm(s, boot, &pm, error) || !(recs = load_kmsg(s, boot, error))) {
-		pm_row_clear(&pm);
+	ended = info.ended;
+	end_time = info.end_us;
+	release = info.release;
+	if (!ha_store_pm_info(s, boot, &pm, error) || !(recs = load_kmsg(s, boot, error))) {
+		ha_store_pm_info_clear(&pm);
 		return false;
 	}
 	/* the panic, the crash report's first record, its last */
@@ -480,7 +383,7 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 			ha_json_append(out, b);
 			g_string_append_c(out, '\n');
 		}
-		pm_row_clear(&pm);
+		ha_store_pm_info_clear(&pm);
 		return ok;
 	}
 	g_string_append_printf(out, "Boot %" PRId64 " (%s, kernel %s) ended %s at %s UTC\n",
@@ -490,7 +393,7 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 		g_string_append(out, "Post-mortem: none (the guest's memory was not read: no"
 				" --qmp or libvirt domain, a panic action other than pause or"
 				" preserve, or not a crash)\n");
-		pm_row_clear(&pm);
+		ha_store_pm_info_clear(&pm);
 		return true;
 	}
 	g_string_append_printf(out, "Post-mortem: %s, %s at %s UTC", pm.status, pm.source,
@@ -531,6 +434,6 @@ bool ha_rp_postmortem(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *o
 	}
 	append_replay(out, &pm);
 	ok = last_events(s, boot, dw, per_cpu, NULL, out, error);
-	pm_row_clear(&pm);
+	ha_store_pm_info_clear(&pm);
 	return ok;
 }

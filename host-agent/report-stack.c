@@ -11,6 +11,50 @@
 
 #include "proto.h"
 
+/* One epoch of the id (HaStoreEpochStackFn). */
+typedef struct {
+	bool json;
+	HaJsonArray *arr;
+	GString *out;
+	const HaSyms *syms;
+	int64_t id;
+	guint n;
+} StackCtx;
+
+static void epoch_stack(int64_t epoch, int64_t start_ts, const GArray *ips,
+			int64_t ref_count, void *user)
+{
+	StackCtx *x = user;
+	HaRpStack stk = { .sid = x->id, .epoch = epoch };
+
+	if (!ips) {
+		stk.kind = ST_UNRESOLVED;
+		stk.why = "no stack received for this id in this epoch";
+	} else {
+		stk.kind = ST_MAP;
+		stk.ips = g_array_ref((GArray *)ips);
+	}
+	if (x->json) {
+		g_autoptr(JsonBuilder) j = json_builder_new();
+
+		json_builder_begin_object(j);
+		ha_json_member_int(j, "epoch_start_ts", start_ts);
+		json_builder_set_member_name(j, "stack");
+		ha_rp_json_stack(j, &stk, x->syms);
+		json_builder_end_object(j);
+		ha_json_array_add(x->arr, j);
+	} else {
+		g_autofree char *l = ha_rp_stack_label(&stk);
+
+		g_string_append_printf(x->out, "  epoch %" PRId64 " (from ts %" PRId64 "): %s,"
+				       " ref_count %" PRId64 "\n", stk.epoch, start_ts, l,
+				       ref_count);
+		ha_rp_print_frames(x->out, &stk, x->syms, "      ");
+	}
+	ha_rp_stack_clear(&stk);
+	x->n++;
+}
+
 bool ha_rp_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		 GError **error)
 {
@@ -20,8 +64,7 @@ bool ha_rp_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	char *end = NULL;
 	uint64_t id;
 	int64_t boot;
-	sqlite3_stmt *st;
-	guint n = 0;
+	StackCtx x = { .json = o->json, .arr = &arr, .out = out };
 
 	if (!ids)
 		return false;
@@ -34,15 +77,8 @@ bool ha_rp_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 	}
 	boot = g_array_index(ids, int64_t, 0);
 	syms = ha_rp_load_syms(s, boot, dw);
-	st = ha_store_stmt(s, "SELECT e.epoch, e.start_ts, s.ips, s.ref_count FROM epochs e"
-			   " LEFT JOIN stacks s ON s.boot = e.boot AND s.epoch = e.epoch AND"
-			   " s.stack_id = ?2 WHERE e.boot = ?1 AND e.tag = ?3 ORDER BY e.epoch",
-			   error);
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, (int64_t)id);
-	sqlite3_bind_int64(st, 3, smp_id_tag((uint32_t)id));
+	x.syms = syms;
+	x.id = (int64_t)id;
 	if (o->json) {
 		g_autoptr(JsonBuilder) head = json_builder_new();
 
@@ -54,42 +90,15 @@ bool ha_rp_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		g_string_append_printf(out, "stack_id 0x%08" PRIx64 " (tag %u, slot %u) in boot %"
 				       PRId64 ":\n", id, smp_id_tag((uint32_t)id),
 				       smp_id_slot((uint32_t)id), boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		HaRpStack stk = { .sid = (int64_t)id, .epoch = sqlite3_column_int64(st, 0) };
-
-		if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
-			stk.kind = ST_UNRESOLVED;
-			stk.why = "no stack received for this id in this epoch";
-		} else {
-			stk.kind = ST_MAP;
-			stk.ips = ha_rp_ips_from_blob(sqlite3_column_blob(st, 2),
-						      sqlite3_column_bytes(st, 2));
-		}
-		if (o->json) {
-			g_autoptr(JsonBuilder) j = json_builder_new();
-
-			json_builder_begin_object(j);
-			ha_json_member_int(j, "epoch_start_ts", sqlite3_column_int64(st, 1));
-			json_builder_set_member_name(j, "stack");
-			ha_rp_json_stack(j, &stk, syms);
-			json_builder_end_object(j);
-			ha_json_array_add(&arr, j);
-		} else {
-			g_autofree char *l = ha_rp_stack_label(&stk);
-
-			g_string_append_printf(out, "  epoch %" PRId64 " (from ts %" PRId64 "): %s,"
-					       " ref_count %" PRId64 "\n", stk.epoch,
-					       (int64_t)sqlite3_column_int64(st, 1), l,
-					       (int64_t)sqlite3_column_int64(st, 3));
-			ha_rp_print_frames(out, &stk, syms, "      ");
-		}
-		ha_rp_stack_clear(&stk);
-		n++;
+	if (!ha_store_epoch_stacks(s, boot, smp_id_tag((uint32_t)id), (uint32_t)id,
+				   epoch_stack, &x, error)) {
+		if (o->json)
+			ha_json_array_end(&arr);
+		return false;
 	}
-	sqlite3_reset(st);
 	if (o->json)
 		ha_json_array_end(&arr);
-	else if (!n)
+	else if (!x.n)
 		g_string_append(out, "  no epoch with this tag: unresolved\n");
 	return true;
 }

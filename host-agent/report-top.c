@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hist.h"
+#include "store-ingest.h"
 
 typedef struct {
 	int64_t boot;
@@ -82,17 +83,19 @@ static void add_entry(GHashTable *by_key, int64_t boot, HaRpStack *st, uint64_t 
 	g_hash_table_insert(by_key, e->key, e);
 }
 
-static void resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, HaRpStack *ret)
+static bool resolve_ent(HaStore *s, int64_t boot, const HaHistEnt *e, HaRpStack *ret,
+			GError **error)
 {
 	memset(ret, 0, sizeof(*ret));
 	if (e->kind == HA_HIST_NONE) {
 		ret->kind = ST_NONE;
 		ret->why = e->pending ? HA_RP_WHY_PENDING : NULL;
+		return true;
 	}
-	else if (e->kind == HA_HIST_ID)
-		ha_rp_resolve_map(s, boot, (uint32_t)(e->id & 0x7fffffff), e->ts_min, e->ts_max, ret);
-	else
-		ha_rp_resolve_full(s, e->id, ret);
+	if (e->kind == HA_HIST_ID)
+		return ha_rp_resolve_map(s, boot, (uint32_t)(e->id & 0x7fffffff), e->ts_min,
+					 e->ts_max, ret, error);
+	return ha_rp_resolve_full(s, e->id, ret, error);
 }
 
 static int ent_cmp(gconstpointer a, gconstpointer b)
@@ -102,25 +105,14 @@ static int ent_cmp(gconstpointer a, gconstpointer b)
 	return x->count > y->count ? -1 : x->count < y->count;
 }
 
-/*
- * Whether two of @boot's stack keys can carry the same stack: the map hands out one
- * id per stack within an epoch, but each reset starts a new epoch whose ids carry
- * the old stacks again, and a stack the map had no room for is stored whole.
- */
-static bool keys_may_merge(HaStore *s, int64_t boot)
+static void add_count(uint64_t key, uint64_t count, uint64_t ts_min, uint64_t ts_max,
+		      void *user)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT (SELECT COUNT(*) FROM epochs WHERE"
-					 " boot = ?1) > 1 OR EXISTS (SELECT 1 FROM fullstacks"
-					 " WHERE boot = ?1)", NULL);
-	bool ret = true;
+	GArray *ents = user;
+	HaHistEnt e = { .count = count, .ts_min = ts_min, .ts_max = ts_max };
 
-	if (!st)
-		return true;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		ret = sqlite3_column_int(st, 0) != 0;
-	sqlite3_reset(st);
-	return ret;
+	ha_hist_from_key(key, &e);
+	g_array_append_val(ents, e);
 }
 
 /*
@@ -135,27 +127,17 @@ static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *
 		    guint *ret_distinct, bool *ret_merged, GError **error)
 {
 	g_autoptr(GArray) ents = g_array_new(FALSE, FALSE, sizeof(HaHistEnt));
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT key, count, ts_min, ts_max FROM"
-					 " stack_counts WHERE boot = ?", error);
+	bool may_merge;
 
-	if (!st)
+	if (!ha_store_counts_foreach(s, boot, add_count, ents, error))
 		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		HaHistEnt e = {
-			.count = (uint64_t)sqlite3_column_int64(st, 1),
-			.ts_min = (uint64_t)sqlite3_column_int64(st, 2),
-			.ts_max = (uint64_t)sqlite3_column_int64(st, 3),
-		};
-
-		ha_hist_from_key((uint64_t)sqlite3_column_int64(st, 0), &e);
-		*ret_total += e.count;
-		g_array_append_val(ents, e);
-	}
-	sqlite3_reset(st);
+	for (guint i = 0; i < ents->len; i++)
+		*ret_total += g_array_index(ents, HaHistEnt, i).count;
 	{
-		g_autoptr(GHashTable) p = ha_rp_pending_events(s, boot);
+		g_autoptr(GHashTable) p = ha_rp_pending_events(s, boot, error);
 
+		if (!p)
+			return false;
 		if (g_hash_table_size(p)) {
 			HaHistEnt e = { .kind = HA_HIST_NONE, .count = g_hash_table_size(p),
 					.pending = true };
@@ -165,7 +147,13 @@ static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *
 		}
 	}
 	*ret_distinct += ents->len;
-	if (merge_symbolic || keys_may_merge(s, boot)) {
+	/* Two of the boot's keys can carry the same stack when it has many epochs (the
+	 * map hands out one id per stack within an epoch, but each reset starts a new
+	 * epoch whose ids carry the old stacks again) or full stacks (a stack the map
+	 * had no room for is stored whole). */
+	if (!merge_symbolic && !ha_store_keys_may_merge(s, boot, &may_merge, error))
+		return false;
+	if (merge_symbolic || may_merge) {
 		resolve_limit = G_MAXUINT;
 		*ret_merged = true;
 	}
@@ -174,38 +162,48 @@ static bool collect(HaStore *s, int64_t boot, GHashTable *by_key, const HaSyms *
 		HaHistEnt *e = &g_array_index(ents, HaHistEnt, i);
 		HaRpStack stk;
 
-		resolve_ent(s, boot, e, &stk);
+		if (!resolve_ent(s, boot, e, &stk, error))
+			return false;
 		add_entry(by_key, boot, &stk, e->count, syms, merge_symbolic);
 	}
 	return true;
 }
 
+typedef struct {
+	GString *names;
+	guint n;
+} Refused;
+
+static void add_refused(const char *name, const void *text, size_t len, bool refused,
+			void *user)
+{
+	Refused *r = user;
+	g_autofree char *esc = NULL;
+
+	(void)text;
+	(void)len;
+	if (!refused)
+		return;
+	esc = g_strescape(name ? name : "", NULL);
+	if (r->n++ < 8)
+		g_string_append_printf(r->names, "%s%s", r->n > 1 ? ", " : "", esc);
+}
+
 /* On stderr (never in the report): the event formats of @boot the host refused, whose
  * events are counted by their stacks like any other but have no decoded fields. */
-static void note_refused_formats(HaStore *s, int64_t boot)
+static bool note_refused_formats(HaStore *s, int64_t boot, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT name FROM texts WHERE boot = ? AND"
-					 " kind = 'format-refused' ORDER BY seq", NULL);
 	g_autoptr(GString) names = g_string_new(NULL);
-	guint n = 0;
+	Refused r = { .names = names };
 
-	if (!st)
-		return;
-	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		g_autofree char *name = g_strescape((const char *)sqlite3_column_text(st, 0) ?
-						    (const char *)sqlite3_column_text(st, 0) : "",
-						    NULL);
-
-		if (n++ < 8)
-			g_string_append_printf(names, "%s%s", n > 1 ? ", " : "", name);
-	}
-	sqlite3_reset(st);
-	if (n)
+	if (!ha_store_formats_foreach(s, boot, add_refused, &r, error))
+		return false;
+	if (r.n)
 		g_printerr("host-agent report: boot %" PRId64 ": the host refused %u event"
 			   " format(s) (%s%s): their events are counted by their stacks, `report"
-			   " events` shows them with their fields not decoded\n", boot, n,
-			   names->str, n > 8 ? ", ..." : "");
+			   " events` shows them with their fields not decoded\n", boot, r.n,
+			   names->str, r.n > 8 ? ", ..." : "");
+	return true;
 }
 
 /* The stacks of the boots @ids counted, one entry per stack of a boot (merged by
@@ -241,8 +239,8 @@ static bool stacks_collect(HaStore *s, GArray *ids, HaDwarf *dw, bool merge, gui
 		HaSyms *syms = ha_rp_load_syms(s, b, dw);
 
 		g_hash_table_insert(t->syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
-		note_refused_formats(s, b);
-		if (!collect(s, b, t->by_key, syms, merge, limit, &t->total, &t->distinct,
+		if (!note_refused_formats(s, b, error) ||
+		    !collect(s, b, t->by_key, syms, merge, limit, &t->total, &t->distinct,
 			     &merged, error))
 			return false;
 	}

@@ -10,27 +10,13 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "store-report.h"
 
 void ha_rp_stack_clear(HaRpStack *s)
 {
 	if (s->ips)
 		g_array_unref(s->ips);
 	memset(s, 0, sizeof(*s));
-}
-
-GArray *ha_rp_ips_from_blob(const void *blob, int bytes)
-{
-	GArray *a = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-	const uint8_t *p = blob;
-
-	for (int i = 0; i + 8 <= bytes; i += 8) {
-		uint64_t v;
-
-		memcpy(&v, p + i, 8);
-		v = GUINT64_FROM_LE(v);
-		g_array_append_val(a, v);
-	}
-	return a;
 }
 
 static const char WHY_SPAN[] = "its events span two epochs with the same tag";
@@ -61,97 +47,68 @@ static void pending_none(const HaPaired *p, void *user)
  * its stack event arrives or cannot arrive any more (BYE, lost events); when the stream
  * ends without BYE (a crash) the last events of each CPU stay waiting: `events`
  * decodes them, so every report counts them, as "stack not received". A boot whose
- * stream resumes pairs them and they leave this set. Free with g_hash_table_unref().
+ * stream resumes pairs them and they leave this set. Free with g_hash_table_unref();
+ * NULL with @error on a store error.
  */
-GHashTable *ha_rp_pending_events(HaStore *s, int64_t boot)
+GHashTable *ha_rp_pending_events(HaStore *s, int64_t boot, GError **error)
 {
-	GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT pair_state FROM boots WHERE id = ?", NULL);
+	g_autoptr(GHashTable) set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							  NULL);
+	g_autoptr(GBytes) state = NULL;
 
-	if (!st)
-		return set;
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) > 0) {
+	if (!ha_store_boot_pair_state(s, boot, &state, error))
+		return NULL;
+	if (state) {
 		g_autoptr(HaPair) p = ha_pair_new(pending_none, NULL);
+		gsize len;
+		const void *data = g_bytes_get_data(state, &len);
 
-		if (ha_pair_load(p, sqlite3_column_blob(st, 0),
-				 (size_t)sqlite3_column_bytes(st, 0)))
+		if (ha_pair_load(p, data, len))
 			ha_pair_foreach_waiting(p, pending_add, set);
 	}
-	sqlite3_reset(st);
-	return set;
+	return g_steal_pointer(&set);
 }
 
-/*
- * Which epoch does a stack_id seen between ts_min and ts_max belong to? The newest
- * epoch E with the id's tag that started by ts_max. If E started after ts_min and an
- * older epoch with the same tag exists, some of those events may be that older
- * epoch's: ambiguous (the caller retries with finer time ranges).
- */
-void ha_rp_resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
-			uint64_t ts_max, HaRpStack *ret)
+/* The stack of stack_id @id seen between @ts_min and @ts_max (resolve.h's rule). */
+bool ha_rp_resolve_map(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
+		       uint64_t ts_max, HaRpStack *ret, GError **error)
 {
-	sqlite3_stmt *st;
-	int64_t epoch = -1, start = 0;
+	HaStackIdStack r;
 
 	ret->kind = ST_UNRESOLVED;
 	ret->sid = id;
 	ret->epoch = -1;
-	st = ha_store_stmt(s, "SELECT epoch, start_ts FROM epochs WHERE boot = ? AND tag = ?"
-			   " AND start_ts <= ? ORDER BY epoch DESC LIMIT 1", NULL);
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, smp_id_tag(id));
-	sqlite3_bind_int64(st, 3, (int64_t)ts_max);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		epoch = sqlite3_column_int64(st, 0);
-		start = sqlite3_column_int64(st, 1);
-	}
-	sqlite3_reset(st);
-	if (epoch < 0) {
-		ret->why = "no epoch with its tag had started";
-		return;
-	}
-	if ((uint64_t)start > ts_min) {
-		st = ha_store_stmt(s, "SELECT 1 FROM epochs WHERE boot = ? AND tag = ? AND"
-				   " epoch < ? LIMIT 1", NULL);
-		sqlite3_bind_int64(st, 1, boot);
-		sqlite3_bind_int64(st, 2, smp_id_tag(id));
-		sqlite3_bind_int64(st, 3, epoch);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			sqlite3_reset(st);
-			ret->why = WHY_SPAN;
-			return;
-		}
-		sqlite3_reset(st);
-	}
-	ret->epoch = epoch;
-	st = ha_store_stmt(s, "SELECT ips FROM stacks WHERE boot = ? AND epoch = ? AND"
-			   " stack_id = ?", NULL);
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, epoch);
-	sqlite3_bind_int64(st, 3, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	if (!ha_resolve_stack_id(s, boot, id, ts_min, ts_max, &r, error))
+		return false;
+	ret->epoch = r.epoch;
+	switch (r.result) {
+	case HA_STACK_ID_RESOLVED:
 		ret->kind = ST_MAP;
-		ret->ips = ha_rp_ips_from_blob(sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0));
-	} else {
+		ret->ips = r.ips;
+		break;
+	case HA_STACK_ID_NO_EPOCH:
+		ret->why = "no epoch with its tag had started";
+		break;
+	case HA_STACK_ID_SPAN:
+		ret->why = WHY_SPAN;
+		break;
+	case HA_STACK_ID_NO_STACK:
 		ret->why = "no stack received for this id in its epoch";
+		break;
 	}
-	sqlite3_reset(st);
+	return true;
 }
 
-void ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret)
+bool ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT ips FROM fullstacks WHERE id = ?", NULL);
-
 	ret->kind = ST_UNRESOLVED;
 	ret->sid = id;
 	ret->why = id == 0 ? HA_RP_WHY_REFUSED : "full stack missing";
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		ret->kind = ST_FULL;
-		ret->ips = ha_rp_ips_from_blob(sqlite3_column_blob(st, 0), sqlite3_column_bytes(st, 0));
-	}
-	sqlite3_reset(st);
+	if (!ha_store_fullstack_ips(s, id, &ret->ips, error))
+		return false;
+	if (ret->ips)
+		ret->kind = ST_FULL;	/* why kept: top --json has shown it */
+	return true;
 }
 
 /* ---- progress: on a terminal, once a report has run for a second ----------------- */
@@ -299,30 +256,33 @@ char *ha_rp_folded(const HaRpStack *st, const HaSyms *syms)
 
 bool ha_report_vmlinux_fits(HaStore *s, int64_t boot, HaDwarf *dw, int64_t *ret_slide)
 {
-	sqlite3_stmt *st;
+	g_auto(HaStoreBootInfo) info = { 0 };
+	g_autoptr(GError) e = NULL;
 	const uint8_t *bits = NULL;
 	int nbits = ha_dwarf_build_id(dw, &bits);
-	uint64_t text = 0, link;
+	uint64_t link;
 	bool match = true;
 
-	st = ha_store_stmt(s, "SELECT text_addr, build_id FROM boots WHERE id = ?", NULL);
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		int blen = sqlite3_column_bytes(st, 1);
+	if (!ha_store_boot_info(s, boot, &info, &e)) {
+		g_printerr("host-agent: --vmlinux not used for boot %" PRId64 " (%s)\n", boot,
+			   e->message);
+		return false;
+	}
+	if (info.build_id) {
+		gsize blen;
+		const void *b = g_bytes_get_data(info.build_id, &blen);
 
-		text = (uint64_t)sqlite3_column_int64(st, 0);
-		if (blen > 0 && (blen != nbits || memcmp(bits, sqlite3_column_blob(st, 1), blen)))
+		if (blen != (gsize)MAX(nbits, 0) || memcmp(bits, b, blen))
 			match = false;
 	}
-	sqlite3_reset(st);
 	link = ha_dwarf_symbol(dw, "_text");
-	if (!match || !link || !text) {
+	if (!match || !link || !info.text_addr) {
 		g_printerr("host-agent: --vmlinux not used for boot %" PRId64 " (%s)\n",
 			   boot, !match ? "its build-id differs from the boot's" :
 			   "no _text address to compute the KASLR slide");
 		return false;
 	}
-	*ret_slide = (int64_t)(text - link);
+	*ret_slide = (int64_t)(info.text_addr - link);
 	return true;
 }
 
@@ -344,64 +304,47 @@ HaSyms *ha_rp_load_syms(HaStore *s, int64_t boot, HaDwarf *dw)
 
 GArray *ha_rp_select_boots(HaStore *s, const char *arg, GError **error)
 {
-	GArray *ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
-	sqlite3_stmt *st;
-	const char *sql;
+	g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int64_t));
 	g_autofree char *pat = NULL;
+	HaStoreBootsBy by;
 
 	if (!arg) {
-		sql = "SELECT MAX(id) FROM boots HAVING MAX(id) IS NOT NULL";
+		by = HA_STORE_BOOTS_LATEST;
 	} else if (strcmp(arg, "all") == 0) {
-		sql = "SELECT id FROM boots ORDER BY id";
+		by = HA_STORE_BOOTS_ALL;
 	} else if (arg[strspn(arg, "0123456789")] == '\0' && strlen(arg) < 10) {
-		sql = "SELECT id FROM boots WHERE id = CAST(?1 AS INTEGER)";
+		by = HA_STORE_BOOTS_ID;
 	} else {
 		GString *p = g_string_new(NULL);
 
 		for (const char *c = arg; *c; c++)
 			if (*c != '-')
 				g_string_append_c(p, g_ascii_toupper(*c));
-		g_string_append_c(p, '%');
 		pat = g_string_free(p, FALSE);
-		sql = "SELECT id FROM boots WHERE hex(boot_uuid) LIKE ?2 ORDER BY id";
+		by = HA_STORE_BOOTS_UUID_PREFIX;
 	}
-	st = ha_store_stmt(s, sql, error);
-	if (!st) {
-		g_array_unref(ids);
+	if (!ha_store_boots_select(s, by, pat ? pat : arg, ids, error))
 		return NULL;
-	}
-	if (arg && !pat && strcmp(arg, "all"))
-		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
-	if (pat)
-		sqlite3_bind_text(st, 2, pat, -1, SQLITE_TRANSIENT);
-	while (sqlite3_step(st) == SQLITE_ROW)
-		g_array_append_vals(ids, &(int64_t){ sqlite3_column_int64(st, 0) }, 1);
-	sqlite3_reset(st);
 	if (!ids->len) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no boot matches '%s' in %s",
 			    arg ? arg : "(latest)", ha_store_path(s));
-		g_array_unref(ids);
 		return NULL;
 	}
-	return ids;
+	return g_steal_pointer(&ids);
 }
 
-char *ha_rp_boot_uuid(HaStore *s, int64_t boot)
+char *ha_rp_boot_uuid(HaStore *s, int64_t boot, GError **error)
 {
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT lower(hex(boot_uuid)) FROM boots WHERE"
-					 " id = ?", NULL);
-	char *r = NULL;
+	g_auto(HaStoreBootInfo) info = { 0 };
+	const uint8_t *u = info.uuid;
 
-	sqlite3_bind_int64(st, 1, boot);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		const char *h = (const char *)sqlite3_column_text(st, 0);
-
-		if (h && strlen(h) == 32)
-			r = g_strdup_printf("%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12,
-					    h + 16, h + 20);
-	}
-	sqlite3_reset(st);
-	return r ? r : g_strdup("?");
+	if (!ha_store_boot_info(s, boot, &info, error))
+		return NULL;
+	if (!info.has_uuid)
+		return g_strdup("?");
+	return g_strdup_printf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x"
+			       "%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8],
+			       u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
 /* The reports, by name: ha_report() runs one. */

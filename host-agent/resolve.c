@@ -5,6 +5,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "proto.h"
+#include "store-report.h"
+
 typedef struct {
 	uint64_t addr;
 	const char *name;	/* into HaSyms.strings */
@@ -623,4 +626,34 @@ char **ha_syms_lines(const HaSyms *s, uint64_t ip)
 		g_hash_table_insert(m->lines, g_memdup2(&ip, sizeof(ip)), v);
 	}
 	return g_strdupv(v);
+}
+
+/* ---- stack ids --------------------------------------------------------------- */
+
+bool ha_resolve_stack_id(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
+			 uint64_t ts_max, HaStackIdStack *ret, GError **error)
+{
+	uint32_t tag = smp_id_tag(id);
+	uint64_t start;
+	int64_t epoch;
+	bool older;
+
+	*ret = (HaStackIdStack){ .result = HA_STACK_ID_NO_EPOCH, .epoch = -1 };
+	if (!ha_store_epoch_at(s, boot, tag, ts_max, &epoch, &start, error))
+		return false;
+	if (epoch < 0)
+		return true;
+	if (start > ts_min) {
+		if (!ha_store_epoch_older(s, boot, tag, epoch, &older, error))
+			return false;
+		if (older) {
+			ret->result = HA_STACK_ID_SPAN;
+			return true;
+		}
+	}
+	ret->epoch = epoch;
+	if (!ha_store_stack_ips(s, boot, epoch, id, &ret->ips, error))
+		return false;
+	ret->result = ret->ips ? HA_STACK_ID_RESOLVED : HA_STACK_ID_NO_STACK;
+	return true;
 }

@@ -123,4 +123,29 @@ HaDwarf *ha_syms_dwarf(const HaSyms *s);
  * see ha_dwarf_lookup()), or NULL without DWARF for it. g_strfreev(). */
 char **ha_syms_lines(const HaSyms *s, uint64_t ip);
 
+/*
+ * A stack_id to its stack. The id resolves through the epoch in effect at the
+ * event's time: the newest epoch E of @boot with the id's tag that started by @ts_max
+ * (PROTOCOL.md 6.1), then the stack the guest exported for (boot, E, id). Events of
+ * one id seen from @ts_min to @ts_max may also be an older epoch's with the same tag
+ * when E started after @ts_min: ambiguous, never guessed (the caller may retry with
+ * finer time ranges). An event's own id: @ts_min = @ts_max = its time.
+ */
+typedef enum {
+	HA_STACK_ID_RESOLVED,	/* epoch and ips */
+	HA_STACK_ID_NO_EPOCH,	/* no epoch with its tag had started */
+	HA_STACK_ID_SPAN,	/* the range spans two epochs with the same tag */
+	HA_STACK_ID_NO_STACK,	/* epoch, but no stack received for the id in it */
+} HaStackIdResult;
+
+typedef struct {
+	HaStackIdResult result;
+	int64_t epoch;		/* -1 unless RESOLVED or NO_STACK */
+	GArray *ips;		/* RESOLVED: uint64_t, innermost first (g_array_unref) */
+} HaStackIdStack;
+
+/* False with @error on a store error (store-report.h). */
+bool ha_resolve_stack_id(HaStore *s, int64_t boot, uint32_t id, uint64_t ts_min,
+			 uint64_t ts_max, HaStackIdStack *ret, GError **error);
+
 #endif /* HA_RESOLVE_H */
