@@ -63,3 +63,20 @@ wait_for test -S "$T/sock3" || fail "daemon"
 grep -q "another host-agent is already storing this domain" "$T/second" || fail "lock message"
 stop_daemon
 ok "one daemon per domain"
+# a store read that fails fails the report with the store's error, never reads as no
+# rows (an unresolved stack, no events waiting, no marker)
+mkdir -p "$T/broken"
+cp "$(db_of vm2)" "$T/broken/vm2.db"
+"$SQLITE3" "$T/broken/vm2.db" "ALTER TABLE stacks RENAME TO stacks_gone;" || fail "sqlite3"
+for r in "top" "events -n 5" "stack 0xd" "boots"; do
+	# shellcheck disable=SC2086
+	"$HOST_AGENT" report --state-dir "$T/broken" --domain-name vm2 $r >"$T/broken/out" 2>&1 &&
+		{ cat "$T/broken/out"; fail "report $r over a store without stacks succeeded"; }
+	grep -q "stacks" "$T/broken/out" || { cat "$T/broken/out"; fail "report $r: no store error"; }
+done
+cp "$(db_of vm2)" "$T/broken/vm2.db"
+"$SQLITE3" "$T/broken/vm2.db" "ALTER TABLE gaps RENAME TO gaps_gone;" || fail "sqlite3"
+"$HOST_AGENT" report --state-dir "$T/broken" --domain-name vm2 events -n 5 >"$T/broken/out" 2>&1 &&
+	fail "events over a store without gaps succeeded"
+grep -q "gap" "$T/broken/out" || { cat "$T/broken/out"; fail "events: no store error"; }
+ok "a store error fails the report"
