@@ -202,7 +202,9 @@ GArray *ha_rp_recovered_from(HaStore *s, int64_t boot, HaTep *tep, GError **erro
 bool ha_rp_boot_load(HaStore *s, int64_t boot, HaDwarf *dw, HaRpBoot *ret, GError **error)
 {
 	*ret = (HaRpBoot){ .store = s, .boot = boot };
-	ret->syms = ha_rp_load_syms(s, boot, dw);
+	ret->syms = ha_rp_load_syms(s, boot, dw, error);
+	if (!ret->syms)
+		return false;
 	ret->tep = ha_rp_load_tep(s, boot, ret->syms, error);
 	if (!ret->tep || !ha_rp_load_marker(s, boot, &ret->marker, error))
 		return false;

@@ -86,8 +86,9 @@ GArray *ha_rp_select_boots(HaStore *s, const char *arg, GError **error);
 /* The boot's boot_id as a UUID string ("?" without one): g_free(); NULL with @error
  * on a store error. */
 char *ha_rp_boot_uuid(HaStore *s, int64_t boot, GError **error);
-/* The boot's kallsyms, with @dw's DWARF when it fits the boot: ha_syms_free(). */
-HaSyms *ha_rp_load_syms(HaStore *s, int64_t boot, HaDwarf *dw);
+/* The boot's kallsyms, with @dw's DWARF when it fits the boot: ha_syms_free(); NULL
+ * with @error on a store error. */
+HaSyms *ha_rp_load_syms(HaStore *s, int64_t boot, HaDwarf *dw, GError **error);
 
 /* The stack's one-line label ("stack_id 0x... (epoch 2, slot 5)"): g_free(). */
 char *ha_rp_stack_label(const HaRpStack *st);

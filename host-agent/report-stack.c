@@ -76,7 +76,9 @@ bool ha_rp_stack(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 		return false;
 	}
 	boot = g_array_index(ids, int64_t, 0);
-	syms = ha_rp_load_syms(s, boot, dw);
+	syms = ha_rp_load_syms(s, boot, dw, error);
+	if (!syms)
+		return false;
 	x.syms = syms;
 	x.id = (int64_t)id;
 	if (o->json) {

@@ -236,8 +236,10 @@ static bool stacks_collect(HaStore *s, GArray *ids, HaDwarf *dw, bool merge, gui
 						(GDestroyNotify)ha_syms_free);
 	for (guint i = 0; i < ids->len; i++) {
 		int64_t b = g_array_index(ids, int64_t, i);
-		HaSyms *syms = ha_rp_load_syms(s, b, dw);
+		HaSyms *syms = ha_rp_load_syms(s, b, dw, error);
 
+		if (!syms)
+			return false;
 		g_hash_table_insert(t->syms_by_boot, g_memdup2(&b, sizeof(b)), syms);
 		if (!note_refused_formats(s, b, error) ||
 		    !collect(s, b, t->by_key, syms, merge, limit, &t->total, &t->distinct,

@@ -290,11 +290,13 @@ bool ha_report_vmlinux_fits(HaStore *s, int64_t boot, HaDwarf *dw, int64_t *ret_
  * The boot's kallsyms, plus @dw's DWARF when @dw is that boot's vmlinux
  * (ha_report_vmlinux_fits()). Free with ha_syms_free().
  */
-HaSyms *ha_rp_load_syms(HaStore *s, int64_t boot, HaDwarf *dw)
+HaSyms *ha_rp_load_syms(HaStore *s, int64_t boot, HaDwarf *dw, GError **error)
 {
-	HaSyms *syms = ha_syms_load(s, boot);
+	HaSyms *syms = ha_syms_load(s, boot, error);
 	int64_t slide;
 
+	if (!syms)
+		return NULL;
 	if (dw && ha_report_vmlinux_fits(s, boot, dw, &slide))
 		ha_syms_set_dwarf(syms, dw, slide);
 	return syms;

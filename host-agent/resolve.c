@@ -411,36 +411,6 @@ guint ha_syms_count(const HaSyms *s)
 	return s->nr_syms;
 }
 
-/* Chunks 0..last of one snapshot of @kind, all of them, appended to @out: false if
- * one is missing (a snapshot with a hole would blame the missing lines' addresses
- * on the symbol before them) or none is there. */
-static bool load_snapshot(sqlite3 *db, int64_t boot, const char *kind, int64_t stream,
-			  int64_t gen, GString *out)
-{
-	sqlite3_stmt *st = NULL;
-	bool complete = false;
-	int64_t next = 0;
-
-	if (sqlite3_prepare_v2(db, "SELECT chunk, text FROM texts WHERE boot = ?1 AND"
-			       " kind = ?4 AND stream = ?2 AND generation = ?3 AND chunk <="
-			       " (SELECT chunk FROM texts WHERE boot = ?1 AND kind = ?4 AND"
-			       " stream = ?2 AND generation = ?3 AND last = 1) ORDER BY chunk", -1,
-			       &st, NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_int64(st, 1, boot);
-	sqlite3_bind_int64(st, 2, stream);
-	sqlite3_bind_int64(st, 3, gen);
-	sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
-	complete = true;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (sqlite3_column_int64(st, 0) != next++)
-			complete = false;
-		g_string_append_len(out, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1));
-	}
-	sqlite3_finalize(st);
-	return complete && next > 0;
-}
-
 /* Keep only @text's module lines ("... [MODULE]"): what an older snapshot adds. */
 static void keep_module_lines(GString *text)
 {
@@ -468,29 +438,28 @@ static void snapshot_clear(gpointer p)
 	g_free((char *)sn->modules);
 }
 
-HaSyms *ha_syms_load(HaStore *store, int64_t boot)
+HaSyms *ha_syms_load(HaStore *store, int64_t boot, GError **error)
 {
-	sqlite3 *db = ha_store_db(store);
-	sqlite3_stmt *st = NULL;
 	g_autoptr(GArray) snaps = g_array_new(FALSE, TRUE, sizeof(HaSymsSnapshot));
+	g_autoptr(GArray) gens = g_array_new(FALSE, FALSE, 2 * sizeof(int64_t));
 
 	g_array_set_clear_func(snaps, snapshot_clear);
 	/* The newest snapshot whose LAST chunk arrived, then the older ones for the
 	 * modules it lacks; each with the MODULES text of its generation (the guest
-	 * agent sends both for every module change). A new stream (the agent
-	 * restarted) numbers its frames from 1 again: streams first. */
-	if (sqlite3_prepare_v2(db, "SELECT stream, generation FROM texts WHERE boot = ? AND"
-			       " kind = 'ksyms' AND last = 1 ORDER BY stream DESC, seq DESC", -1,
-			       &st, NULL) != SQLITE_OK)
-		return ha_syms_parse("", 0);
-	sqlite3_bind_int64(st, 1, boot);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t stream = sqlite3_column_int64(st, 0), gen = sqlite3_column_int64(st, 1);
+	 * agent sends both for every module change). A snapshot with a hole would blame
+	 * the missing lines' addresses on the symbol before them: only complete ones. */
+	if (!ha_store_ksyms_snapshots(store, boot, gens, error))
+		return NULL;
+	for (guint i = 0; i < gens->len; i++) {
+		const int64_t *sg = &g_array_index(gens, int64_t, 2 * i);
 		g_autoptr(GString) ks = g_string_new(NULL);
 		g_autoptr(GString) mods = g_string_new(NULL);
 		HaSymsSnapshot sn = { 0 };
-		bool complete = load_snapshot(db, boot, "ksyms", stream, gen, ks);
+		bool complete, mods_complete;
 
+		if (!ha_store_text_snapshot(store, boot, "ksyms", sg[0], sg[1], ks, &complete,
+					    error))
+			return NULL;
 		if (!snaps->len && !complete) {
 			g_printerr("host-agent: boot %" PRId64 ": the kallsyms snapshot misses"
 				   " chunks (lost frames): addresses stay unresolved\n", boot);
@@ -502,13 +471,17 @@ HaSyms *ha_syms_load(HaStore *store, int64_t boot)
 			keep_module_lines(ks);
 		sn.ksyms_len = ks->len;
 		sn.ksyms = g_string_free(g_steal_pointer(&ks), FALSE);
-		if (load_snapshot(db, boot, "modules", stream, gen, mods)) {
+		if (!ha_store_text_snapshot(store, boot, "modules", sg[0], sg[1], mods,
+					    &mods_complete, error)) {
+			snapshot_clear(&sn);
+			return NULL;
+		}
+		if (mods_complete) {
 			sn.modules_len = mods->len;
 			sn.modules = g_string_free(g_steal_pointer(&mods), FALSE);
 		}
 		g_array_append_val(snaps, sn);
 	}
-	sqlite3_finalize(st);
 	return ha_syms_parse_snapshots((const HaSymsSnapshot *)snaps->data, snaps->len);
 }
 

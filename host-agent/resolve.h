@@ -88,8 +88,9 @@ void ha_syms_free(HaSyms *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaSyms, ha_syms_free)
 
 /* Every complete KSYMS snapshot of @boot, each with its MODULES text (the newest
- * must be complete, else the result is empty). Free with ha_syms_free(). */
-HaSyms *ha_syms_load(HaStore *store, int64_t boot);
+ * must be complete, else the result is empty). Free with ha_syms_free(); NULL with
+ * @error on a store error (store-report.h). */
+HaSyms *ha_syms_load(HaStore *store, int64_t boot, GError **error);
 
 /* Call @fn once per symbol address, in address order, with the name the kernel
  * gives that address (module NULL for vmlinux). */

@@ -356,6 +356,49 @@ bool ha_store_format_text(HaStore *s, int64_t boot, const char *name, GBytes **r
 	return ha_srp_done(s, st, rc, error, "read the format");
 }
 
+bool ha_store_ksyms_snapshots(HaStore *s, int64_t boot, GArray *ret, GError **error)
+{
+	/* A new stream (the agent restarted) numbers its frames from 1 again: streams
+	 * first. */
+	sqlite3_stmt *st = RP_STMT(s, "SELECT stream, generation FROM texts WHERE boot = ? AND"
+				   " kind = 'ksyms' AND last = 1 ORDER BY stream DESC, seq DESC",
+				   error);
+	int rc;
+
+	sqlite3_bind_int64(st, 1, boot);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t sg[2] = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) };
+
+		g_array_append_vals(ret, sg, 1);
+	}
+	return ha_srp_done(s, st, rc, error, "read the kallsyms snapshots");
+}
+
+bool ha_store_text_snapshot(HaStore *s, int64_t boot, const char *kind, int64_t stream,
+			    int64_t gen, GString *out, bool *ret_complete, GError **error)
+{
+	sqlite3_stmt *st = RP_STMT(s, "SELECT chunk, text FROM texts WHERE boot = ?1 AND"
+				   " kind = ?4 AND stream = ?2 AND generation = ?3 AND chunk <="
+				   " (SELECT chunk FROM texts WHERE boot = ?1 AND kind = ?4 AND"
+				   " stream = ?2 AND generation = ?3 AND last = 1) ORDER BY chunk",
+				   error);
+	bool complete = true;
+	int64_t next = 0;
+	int rc;
+
+	sqlite3_bind_int64(st, 1, boot);
+	sqlite3_bind_int64(st, 2, stream);
+	sqlite3_bind_int64(st, 3, gen);
+	sqlite3_bind_text(st, 4, kind, -1, SQLITE_TRANSIENT);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_int64(st, 0) != next++)
+			complete = false;
+		g_string_append_len(out, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1));
+	}
+	*ret_complete = complete && next > 0;
+	return ha_srp_done(s, st, rc, error, "read a text snapshot");
+}
+
 /* ---- what store-report*.c share (store-report-int.h) ----------------------------- */
 
 bool ha_srp_done(HaStore *s, sqlite3_stmt *st, int rc, GError **error, const char *what)

@@ -129,6 +129,14 @@ bool ha_store_counts_foreach(HaStore *s, int64_t boot, HaStoreCountFn fn, void *
 bool ha_store_format_text(HaStore *s, int64_t boot, const char *name, GBytes **ret,
 			  GError **error);
 
+/* The (stream, generation) pairs of @boot's KSYMS snapshots whose last chunk arrived,
+ * newest first (by stream, then seq), appended to @ret (elements of two int64_t). */
+bool ha_store_ksyms_snapshots(HaStore *s, int64_t boot, GArray *ret, GError **error);
+/* Append the chunks 0..last of @boot's text snapshot (@kind "ksyms" or "modules",
+ * @stream, @gen) to @out: *@ret_complete false when one is missing or there is none. */
+bool ha_store_text_snapshot(HaStore *s, int64_t boot, const char *kind, int64_t stream,
+			    int64_t gen, GString *out, bool *ret_complete, GError **error);
+
 /* ---- chunks (store-report-chunks.c) --------------------------------------------- */
 
 /* A chunk as the event reports choose it. ts_min: 0 when it has none, as ts_max. */

@@ -79,4 +79,9 @@ cp "$(db_of vm2)" "$T/broken/vm2.db"
 "$HOST_AGENT" report --state-dir "$T/broken" --domain-name vm2 events -n 5 >"$T/broken/out" 2>&1 &&
 	fail "events over a store without gaps succeeded"
 grep -q "gap" "$T/broken/out" || { cat "$T/broken/out"; fail "events: no store error"; }
+cp "$(db_of vm2)" "$T/broken/vm2.db"
+"$SQLITE3" "$T/broken/vm2.db" "ALTER TABLE texts RENAME TO texts_gone;" || fail "sqlite3"
+"$HOST_AGENT" report --state-dir "$T/broken" --domain-name vm2 top >"$T/broken/out" 2>&1 &&
+	fail "top over a store without texts (its kallsyms) succeeded"
+grep -q "texts" "$T/broken/out" || { cat "$T/broken/out"; fail "top: no store error"; }
 ok "a store error fails the report"
