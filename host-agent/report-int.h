@@ -16,6 +16,8 @@
  *
  * Every report runs inside the read transaction ha_report() opens, writes its text or
  * JSON into the caller's GString and its warnings to stderr, never into the report.
+ * No report sees SQL: it reads the store through store-report.h's typed calls, and a
+ * store error fails it. A CPU's pages are walked into the pairer by pagewalk.h.
  */
 #ifndef HA_REPORT_INT_H
 #define HA_REPORT_INT_H
