@@ -124,7 +124,7 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	uint64_t pages = 0;
 	guint i, start = 0;
 
-	if (own_txn && !ha_store_exec(s, "BEGIN", error))	/* one snapshot */
+	if (own_txn && !ha_store_read_begin(s, error))	/* one snapshot */
 		return false;
 	g_array_set_clear_func(evs, ha_rp_ev_clear);
 	if (!ha_store_cpu_chunks(s, boot, cpu, chunks, error))
@@ -198,6 +198,6 @@ bool ha_report_cpu_events(HaStore *s, int64_t boot, uint32_t cpu, uint64_t from,
 	ok = true;
 out:
 	if (own_txn)
-		ha_store_exec(s, "COMMIT", NULL);
+		ha_store_read_end(s);
 	return ok;
 }

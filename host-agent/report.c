@@ -374,10 +374,10 @@ bool ha_report(HaStore *store, const HaReportOpts *o, GString *out, GError **err
 			continue;
 		if (o->vmlinux && !(dw = ha_dwarf_open(o->vmlinux, error)))
 			return false;
-		if (!ha_store_exec(store, "BEGIN", error))	/* one consistent snapshot */
+		if (!ha_store_read_begin(store, error))	/* one consistent snapshot */
 			return false;
 		ok = reports[i].run(store, o, dw, out, error);
-		ha_store_exec(store, "COMMIT", NULL);
+		ha_store_read_end(store);
 		return ok;
 	}
 	g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,

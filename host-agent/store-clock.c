@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* store-clock.c - a boot's clock samples (see store-clock.h). */
 #include "store-clock.h"
+#include "store-int.h"
 
 bool ha_store_clock_samples(HaStore *s, int64_t boot, GArray *ret, GError **error)
 {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* store-compact.c - chunk rows for compaction (see store-compact.h). */
 #include "store-compact.h"
+#include "store-int.h"
 
 #include <gio/gio.h>
 #include <inttypes.h>

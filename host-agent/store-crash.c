@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* store-crash.c - mark a boot crashed (see store-crash.h). */
 #include "store-crash.h"
+#include "store-int.h"
 
 bool ha_store_crash_current_boot(HaStore *s, int64_t alive_since_us, int64_t *ret_boot,
 				 GError **error)

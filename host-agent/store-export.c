@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* store-export.c - a stored boot as `export` reads it (see store-export.h). */
 #include "store-export.h"
+#include "store-int.h"
 
 #include <string.h>
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* store-fleet.c - a store as the ClickHouse shipper reads it (see store-fleet.h). */
 #include "store-fleet.h"
+#include "store-int.h"
 
 #include <string.h>
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hist.h"
+#include "store-int.h"
 
 /* A cached statement, or return false with @error from the calling function. */
 #define STMT(s, sql, error) ({						\

@@ -3,6 +3,7 @@
 #include "store-postmortem.h"
 
 #include "proto.h"
+#include "store-int.h"
 
 #include <gio/gio.h>
 #include <inttypes.h>

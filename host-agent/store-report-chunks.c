@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store-report-int.h"
+#include "store-int.h"
 
 /* ---- chunks --------------------------------------------------------------------- */
 

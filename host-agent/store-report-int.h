@@ -3,7 +3,7 @@
 #ifndef HA_STORE_REPORT_INT_H
 #define HA_STORE_REPORT_INT_H
 
-#include <sqlite3.h>
+#include "store-int.h"
 
 #include "store-report.h"
 

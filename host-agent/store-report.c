@@ -9,6 +9,7 @@
 
 #include "proto.h"
 #include "store-report-int.h"
+#include "store-int.h"
 
 /* ---- boots ---------------------------------------------------------------------- */
 

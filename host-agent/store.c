@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* store.c - schema, migrations, transactions (see store.h). */
 #include "store.h"
+#include "store-int.h"
 
 #include <gio/gio.h>
 #include <string.h>

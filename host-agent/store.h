@@ -52,7 +52,6 @@
 #define HA_STORE_H
 
 #include <glib.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -75,12 +74,8 @@ HaStore *ha_store_open(const char *path, bool readonly, GError **error);
 void ha_store_free(HaStore *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaStore, ha_store_free)
 
-/* The connection, owned by @s. */
-sqlite3 *ha_store_db(HaStore *s);
 const char *ha_store_path(HaStore *s);
 
-/* Run SQL without results. */
-bool ha_store_exec(HaStore *s, const char *sql, GError **error);
 bool ha_store_begin(HaStore *s, GError **error);
 bool ha_store_commit(HaStore *s, GError **error);
 void ha_store_rollback(HaStore *s);
@@ -91,11 +86,6 @@ bool ha_store_in_txn(HaStore *s);
  * read-only (reports, export, the fleet shipper); not around ha_store_begin(). */
 bool ha_store_read_begin(HaStore *s, GError **error);
 void ha_store_read_end(HaStore *s);
-
-/* A statement prepared once and cached by @s (reset before it is returned). NULL with
- * @error set when SQL is wrong. Owned by @s. @sql must be a string literal (or live
- * as long as @s): it is cached by its address. */
-sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error);
 
 /* Bytes used on disk by the database and its WAL. */
 uint64_t ha_store_disk_bytes(HaStore *s);

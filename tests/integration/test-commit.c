@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <inttypes.h>
+#include <sqlite3.h>
 #include <string.h>
 
 #include "guest-formats.h"

@@ -18,6 +18,7 @@
 #include "ringpage.h"
 #include "tap.h"
 #include "conn-feed.h"
+#include "store-int.h"
 
 static uint8_t boot_id[16] = { 1, 2, 3 };
 

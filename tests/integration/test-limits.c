@@ -24,6 +24,7 @@
 #include "store-ingest.h"
 #include "tap.h"
 #include "conn-feed.h"
+#include "store-int.h"
 
 static bool hello(HaConn *c, uint8_t boot, uint64_t stream_id, GError **error)
 {

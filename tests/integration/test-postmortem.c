@@ -20,6 +20,7 @@
 #include "store-postmortem.h"
 #include "tap.h"
 #include "vmcoreinfo.h"
+#include "store-int.h"
 
 static HaKmsg *recover(const uint8_t *core, size_t len, GError **e)
 {

@@ -35,6 +35,7 @@
 #include "ringpage.h"
 #include "store-postmortem.h"
 #include "tap.h"
+#include "store-int.h"
 
 #define IP0	UINT64_C(0xffffffff81000100)
 

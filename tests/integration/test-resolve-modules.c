@@ -18,6 +18,7 @@
 #include "store-ingest.h"
 #include "store.h"
 #include "tap.h"
+#include "store-int.h"
 
 #define X "ffffffffc01c"	/* stackmap_testmod's first base */
 

@@ -17,6 +17,7 @@
 #include "store-ingest.h"
 #include "store.h"
 #include "tap.h"
+#include "store-int.h"
 
 /* Pages of three sizes (an empty one too) spread over one buffer, as two CPUs'
  * pages interleave in a batch: each CPU's chunk inflates to its pages, packed. */
