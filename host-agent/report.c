@@ -106,8 +106,10 @@ bool ha_rp_resolve_full(HaStore *s, int64_t id, HaRpStack *ret, GError **error)
 	ret->why = id == 0 ? HA_RP_WHY_REFUSED : "full stack missing";
 	if (!ha_store_fullstack_ips(s, id, &ret->ips, error))
 		return false;
-	if (ret->ips)
-		ret->kind = ST_FULL;	/* why kept: top --json has shown it */
+	if (ret->ips) {
+		ret->kind = ST_FULL;
+		ret->why = NULL;	/* found: no reason to give */
+	}
 	return true;
 }
 

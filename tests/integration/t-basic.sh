@@ -14,6 +14,12 @@ b=$(report boots --json --domain-name vm1) || fail "report boots"
 dups=$("$SQLITE3" "$(db_of vm1)" "SELECT dup_frames, gap_frames, malformed, orphan_stacks FROM streams")
 [ "$dups" = "0|0|0|0" ] || fail "dup|gap|malformed|orphans = $dups"
 grep -q "BYE (shutdown)" "$T/daemon.log" || fail "no BYE log line"
+# a deep stack (a full kernel_stack event) found in the store gives no reason why not
+report top -n 400 --json --domain-name vm1 | python3 -c '
+import json, sys
+full = [s["stack"] for s in json.load(sys.stdin)["stacks"] if s["stack"]["kind"] == "full"]
+assert full and all("why" not in s and s["frames"] for s in full), full' ||
+	fail "top --json: a full stack without frames or with a reason"
 ok "clean boot recorded"
 
 # A hole in the sequence numbers (frames the guest's window dropped) is recorded as
