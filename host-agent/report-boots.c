@@ -14,11 +14,15 @@
 
 /* boots --json: the clock samples of boot @b (clocksync.h): how many the map keeps and
  * their best and worst uncertainty (0 samples: the guest never answered a probe). */
-static void host_time_json(HaStore *s, int64_t b, JsonBuilder *j)
+static bool host_time_json(HaStore *s, int64_t b, JsonBuilder *j, GError **error)
 {
-	g_autoptr(HaClockMap) m = ha_clockmap_load(s, b, NULL);
+	g_autoptr(HaClockMap) m = ha_clockmap_load(s, b, error);
 	uint64_t lo = UINT64_MAX, hi = 0;
-	guint n = m ? ha_clockmap_points(m) : 0;
+	guint n;
+
+	if (!m)
+		return false;
+	n = ha_clockmap_points(m);
 
 	for (guint i = 0; i < n; i++) {
 		uint64_t g, u;
@@ -36,6 +40,7 @@ static void host_time_json(HaStore *s, int64_t b, JsonBuilder *j)
 		ha_json_add_u64(j, hi);
 		json_builder_end_array(j);
 	}
+	return true;
 }
 
 void ha_report_boot_clear(HaReportBoot *b)
@@ -158,7 +163,8 @@ bool ha_rp_boots(HaStore *s, const HaReportOpts *o, HaDwarf *dw, GString *out,
 			ha_json_member_u64(j, "map_successes", r.map_successes);
 			ha_json_member_u64(j, "stack_id_events", r.stack_id_events);
 			ha_json_member_u64(j, "stack_not_received", r.stack_not_received);
-			host_time_json(s, b, j);
+			if (!host_time_json(s, b, j, error))
+				return false;
 			json_builder_end_object(j);
 			ha_json_array_add(&arr, j);
 		} else {

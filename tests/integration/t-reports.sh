@@ -84,4 +84,9 @@ cp "$(db_of vm2)" "$T/broken/vm2.db"
 "$HOST_AGENT" report --state-dir "$T/broken" --domain-name vm2 top >"$T/broken/out" 2>&1 &&
 	fail "top over a store without texts (its kallsyms) succeeded"
 grep -q "texts" "$T/broken/out" || { cat "$T/broken/out"; fail "top: no store error"; }
+cp "$(db_of vm2)" "$T/broken/vm2.db"
+"$SQLITE3" "$T/broken/vm2.db" "ALTER TABLE clock_samples RENAME TO clock_gone;" || fail "sqlite3"
+"$HOST_AGENT" report --state-dir "$T/broken" --domain-name vm2 boots --json >"$T/broken/out" 2>&1 &&
+	fail "boots --json over a store without clock samples succeeded"
+grep -q "clock_samples" "$T/broken/out" || { cat "$T/broken/out"; fail "boots --json: no store error"; }
 ok "a store error fails the report"
