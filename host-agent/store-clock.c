@@ -27,10 +27,5 @@ bool ha_store_clock_samples(HaStore *s, int64_t boot, GArray *ret, GError **erro
 
 		g_array_append_val(ret, c);
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read clock samples");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read clock samples");
 }

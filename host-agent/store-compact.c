@@ -25,12 +25,7 @@ bool ha_store_compact_chunks(HaStore *s, int64_t boot, int64_t from_id,
 			break;
 		}
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "find small chunks");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "find small chunks");
 }
 
 void ha_store_compact_chunk_clear(HaStoreCompactChunk *c)
@@ -119,10 +114,5 @@ bool ha_store_compact_put(HaStore *s, int64_t boot, int64_t id,
 	sqlite3_bind_int64(st, 11, c->raw_bytes);
 	sqlite3_bind_blob(st, 12, len ? data : "", (int)len, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "insert the merged chunk");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "insert the merged chunk");
 }

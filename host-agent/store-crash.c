@@ -16,14 +16,11 @@ bool ha_store_crash_current_boot(HaStore *s, int64_t alive_since_us, int64_t *re
 		return false;
 	sqlite3_bind_int64(st, 1, alive_since_us);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		*ret_boot = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "find the current boot");
-		return false;
+		rc = SQLITE_DONE;
 	}
-	return true;
+	return ha_store_done(s, st, rc, error, "find the current boot");
 }
 
 bool ha_store_crash_mark_boot(HaStore *s, int64_t boot, int64_t when_us, GError **error)
@@ -37,10 +34,5 @@ bool ha_store_crash_mark_boot(HaStore *s, int64_t boot, int64_t when_us, GError 
 	sqlite3_bind_int64(st, 1, when_us);
 	sqlite3_bind_int64(st, 2, boot);
 	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "mark crashed");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "mark crashed");
 }

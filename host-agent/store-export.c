@@ -61,12 +61,7 @@ bool ha_store_export_epochs(HaStore *s, int64_t boot, HaStoreEpochFn fn, void *u
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		fn(sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
 		   (uint64_t)sqlite3_column_int64(st, 2), user);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read the epochs");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read the epochs");
 }
 
 bool ha_store_export_stack(HaStore *s, int64_t boot, int64_t epoch, uint32_t stack_id,
@@ -83,15 +78,12 @@ bool ha_store_export_stack(HaStore *s, int64_t boot, int64_t epoch, uint32_t sta
 	sqlite3_bind_int64(st, 2, epoch);
 	sqlite3_bind_int64(st, 3, stack_id);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		*ret = g_bytes_new(sqlite3_column_blob(st, 0),
 				   (gsize)sqlite3_column_bytes(st, 0));
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read a stack");
-		return false;
+		rc = SQLITE_DONE;
 	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read a stack");
 }
 
 bool ha_store_export_texts(HaStore *s, int64_t boot, const char *kind, HaStoreTextFn fn,
@@ -112,12 +104,7 @@ bool ha_store_export_texts(HaStore *s, int64_t boot, const char *kind, HaStoreTe
 		fn((const char *)sqlite3_column_text(st, 0), text ? text : "", text ? len : 0,
 		   user);
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read the texts");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read the texts");
 }
 
 bool ha_store_export_kallsyms(HaStore *s, int64_t boot, GString *out, bool *ret_complete,
@@ -212,12 +199,7 @@ bool ha_store_export_chunk_ids(HaStore *s, int64_t boot, uint32_t cpu, int64_t s
 
 		g_array_append_val(ret, id);
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "list the chunks");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "list the chunks");
 }
 
 bool ha_store_export_chunk_data(HaStore *s, int64_t id, GBytes **ret, GError **error)
@@ -230,12 +212,9 @@ bool ha_store_export_chunk_data(HaStore *s, int64_t id, GBytes **ret, GError **e
 		return false;
 	sqlite3_bind_int64(st, 1, id);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
+	if (rc == SQLITE_ROW) {
 		*ret = g_bytes_new(sqlite3_column_blob(st, 0), (gsize)sqlite3_column_bytes(st, 0));
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read a chunk");
-		return false;
+		rc = SQLITE_DONE;
 	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read a chunk");
 }

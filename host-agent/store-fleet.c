@@ -17,12 +17,7 @@ bool ha_store_fleet_boot_ids(HaStore *s, GArray *ret, GError **error)
 
 		g_array_append_val(ret, id);
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "list the boots");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "list the boots");
 }
 
 void ha_store_fleet_boot_clear(HaStoreFleetBoot *b)
@@ -97,12 +92,7 @@ bool ha_store_fleet_cpus(HaStore *s, int64_t boot, GArray *ret, GError **error)
 
 		g_array_append_val(ret, cpu);
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "list the CPUs");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "list the CPUs");
 }
 
 bool ha_store_fleet_cpu_pages(HaStore *s, int64_t boot, uint32_t cpu, uint64_t *ret,
@@ -148,12 +138,7 @@ bool ha_store_fleet_lost(HaStore *s, int64_t boot, HaStoreLostFn fn, void *user,
 		fn((uint64_t)sqlite3_column_int64(st, 0), (uint32_t)sqlite3_column_int64(st, 1),
 		   v, user);
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read the LOST counters");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read the LOST counters");
 }
 
 bool ha_store_fleet_stats(HaStore *s, int64_t boot, HaStoreStatFn fn, void *user,
@@ -170,10 +155,5 @@ bool ha_store_fleet_stats(HaStore *s, int64_t boot, HaStoreStatFn fn, void *user
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		fn((uint64_t)sqlite3_column_int64(st, 0), (uint32_t)sqlite3_column_int64(st, 1),
 		   sqlite3_column_int64(st, 2), user);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read the STATS values");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read the STATS values");
 }

@@ -244,12 +244,7 @@ bool ha_store_formats_foreach(HaStore *s, int64_t boot, HaStoreFormatFn fn, void
 		   (size_t)sqlite3_column_bytes(st, 1),
 		   !g_strcmp0((const char *)sqlite3_column_text(st, 2), "format-refused"),
 		   user);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read stored formats");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read stored formats");
 }
 
 bool ha_store_boot_clean(HaStore *s, int64_t boot, int64_t now, GError **error)
@@ -420,12 +415,7 @@ bool ha_store_cpu_newest(HaStore *s, int64_t boot, uint32_t nr_cpus, int64_t *af
 		if (cpu >= 0 && cpu < nr_cpus)
 			after[cpu] = MAX(after[cpu], sqlite3_column_int64(st, 1));
 	}
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "gap positions");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "gap positions");
 }
 
 bool ha_store_put_gap(HaStore *s, int64_t boot, int64_t stream, uint64_t seq_lo,

@@ -25,4 +25,12 @@ bool ha_store_exec(HaStore *s, const char *sql, GError **error);
  * as long as @s): it is cached by its address. */
 sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error);
 
+/* Reset @st; true when its last step @rc was SQLITE_DONE, else false with @error
+ * saying @what failed (a read of one row sets @rc so once it has its row). */
+bool ha_store_done(HaStore *s, sqlite3_stmt *st, int rc, GError **error, const char *what);
+/* Column @i as a new string, NULL when NULL. */
+char *ha_store_col_text(sqlite3_stmt *st, int i);
+/* Column @i as new GBytes, NULL when NULL or empty. */
+GBytes *ha_store_col_bytes(sqlite3_stmt *st, int i);
+
 #endif /* HA_STORE_INT_H */

@@ -244,12 +244,7 @@ bool ha_store_pm_put_arena(HaStore *s, int64_t boot, uint64_t stream_id,
 	sqlite3_bind_int64(st, 3, page_size);
 	sqlite3_bind_blob(st, 4, le, (int)(8 * (size_t)nr), SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "store the window's pages");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "store the window's pages");
 }
 
 bool ha_store_pm_get_arena(HaStore *s, int64_t boot, uint64_t *ret_stream_id,
@@ -295,10 +290,5 @@ bool ha_store_pm_recovered_chunks(HaStore *s, int64_t boot, HaStorePmChunkFn fn,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		fn((uint32_t)sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
 		   (size_t)sqlite3_column_bytes(st, 1), user);
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, "read the recovered chunks");
-		return false;
-	}
-	return true;
+	return ha_store_done(s, st, rc, error, "read the recovered chunks");
 }

@@ -37,7 +37,7 @@ bool ha_store_chunks_newest(HaStore *s, int64_t boot, int64_t cpu, HaStoreChunkP
 			break;
 		}
 	}
-	return ha_srp_done(s, st, rc, error, "read the newest chunks");
+	return ha_store_done(s, st, rc, error, "read the newest chunks");
 }
 
 bool ha_store_chunks_range(HaStore *s, int64_t boot, int64_t cpu, int64_t since,
@@ -64,7 +64,7 @@ bool ha_store_chunks_range(HaStore *s, int64_t boot, int64_t cpu, int64_t since,
 
 		g_array_append_val(ret, c);
 	}
-	return ha_srp_done(s, st, rc, error, "read the chunks of the range");
+	return ha_store_done(s, st, rc, error, "read the chunks of the range");
 }
 
 bool ha_store_cpu_chunks(HaStore *s, int64_t boot, uint32_t cpu, GArray *ret,
@@ -85,7 +85,7 @@ bool ha_store_cpu_chunks(HaStore *s, int64_t boot, uint32_t cpu, GArray *ret,
 
 		g_array_append_val(ret, c);
 	}
-	return ha_srp_done(s, st, rc, error, "read the CPU's chunks");
+	return ha_store_done(s, st, rc, error, "read the CPU's chunks");
 }
 
 bool ha_store_chunk_cpus(HaStore *s, int64_t boot, GArray *ret, GError **error)
@@ -101,7 +101,7 @@ bool ha_store_chunk_cpus(HaStore *s, int64_t boot, GArray *ret, GError **error)
 
 		g_array_append_val(ret, cpu);
 	}
-	return ha_srp_done(s, st, rc, error, "read the boot's CPUs");
+	return ha_store_done(s, st, rc, error, "read the boot's CPUs");
 }
 
 bool ha_store_chunk_data(HaStore *s, int64_t id, int64_t *ret_cpu, GBytes **ret_data,
@@ -121,7 +121,7 @@ bool ha_store_chunk_data(HaStore *s, int64_t id, int64_t *ret_cpu, GBytes **ret_
 		*ret_data = g_bytes_new(p, p ? (gsize)sqlite3_column_bytes(st, 1) : 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the chunk");
+	return ha_store_done(s, st, rc, error, "read the chunk");
 }
 
 bool ha_store_recovered_chunks(HaStore *s, int64_t boot, HaStoreRecoveredFn fn,
@@ -138,7 +138,7 @@ bool ha_store_recovered_chunks(HaStore *s, int64_t boot, HaStoreRecoveredFn fn,
 		   (size_t)sqlite3_column_bytes(st, 1),
 		   sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 :
 		   MAX(sqlite3_column_int64(st, 2), 0), user);
-	return ha_srp_done(s, st, rc, error, "read the recovered chunks");
+	return ha_store_done(s, st, rc, error, "read the recovered chunks");
 }
 
 bool ha_store_gap_positions(HaStore *s, int64_t boot, HaStoreGapFn fn, void *user,
@@ -152,7 +152,7 @@ bool ha_store_gap_positions(HaStore *s, int64_t boot, HaStoreGapFn fn, void *use
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		fn((uint32_t)sqlite3_column_int64(st, 0),
 		   (uint64_t)MAX(sqlite3_column_int64(st, 1), 0), user);
-	return ha_srp_done(s, st, rc, error, "read gap positions");
+	return ha_store_done(s, st, rc, error, "read gap positions");
 }
 
 /* ---- post-mortems --------------------------------------------------------------- */
@@ -168,7 +168,7 @@ bool ha_store_pm_newest_boot(HaStore *s, int64_t *ret, GError **error)
 		*ret = sqlite3_column_int64(st, 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "find the newest post-mortem");
+	return ha_store_done(s, st, rc, error, "find the newest post-mortem");
 }
 
 void ha_store_pm_info_clear(HaStorePmInfo *p)
@@ -200,10 +200,10 @@ bool ha_store_pm_info(HaStore *s, int64_t boot, HaStorePmInfo *p, GError **error
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		p->found = true;
-		p->status = ha_srp_col_text(st, 0);
-		p->source = ha_srp_col_text(st, 1);
-		p->message = ha_srp_col_text(st, 2);
-		p->osrelease = ha_srp_col_text(st, 3);
+		p->status = ha_store_col_text(st, 0);
+		p->source = ha_store_col_text(st, 1);
+		p->message = ha_store_col_text(st, 2);
+		p->osrelease = ha_store_col_text(st, 3);
 		p->time = sqlite3_column_int64(st, 4);
 		p->dump_bytes = col_opt(st, 5);
 		p->dump_ms = col_opt(st, 6);
@@ -222,7 +222,7 @@ bool ha_store_pm_info(HaStore *s, int64_t boot, HaStorePmInfo *p, GError **error
 		p->events_stored = sqlite3_column_int64(st, 19);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the post-mortem");
+	return ha_store_done(s, st, rc, error, "read the post-mortem");
 }
 
 bool ha_store_kmsg_foreach(HaStore *s, int64_t boot, HaStoreKmsgFn fn, void *user,
@@ -236,5 +236,5 @@ bool ha_store_kmsg_foreach(HaStore *s, int64_t boot, HaStoreKmsgFn fn, void *use
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		fn(sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 1),
 		   sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2), user);
-	return ha_srp_done(s, st, rc, error, "read the kernel log");
+	return ha_store_done(s, st, rc, error, "read the kernel log");
 }

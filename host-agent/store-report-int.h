@@ -14,13 +14,6 @@
 		return false;						\
 	__s; })
 
-/* Reset @st; false with @error (@what failed) unless its last step @rc was
- * SQLITE_DONE (a single-row read sets it so once it has its row). */
-bool ha_srp_done(HaStore *s, sqlite3_stmt *st, int rc, GError **error, const char *what);
-/* Column @i as a new string, NULL when NULL. */
-char *ha_srp_col_text(sqlite3_stmt *st, int i);
-/* Column @i as new GBytes, NULL when NULL or empty. */
-GBytes *ha_srp_col_bytes(sqlite3_stmt *st, int i);
 /* Column @i's 8-byte little-endian ips as a new array of uint64_t (g_array_unref). */
 GArray *ha_srp_col_ips(sqlite3_stmt *st, int i);
 

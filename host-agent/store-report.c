@@ -30,7 +30,7 @@ bool ha_store_boots_select(HaStore *s, HaStoreBootsBy by, const char *arg, GArra
 		sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		g_array_append_vals(ids, &(int64_t){ sqlite3_column_int64(st, 0) }, 1);
-	return ha_srp_done(s, st, rc, error, "select boots");
+	return ha_store_done(s, st, rc, error, "select boots");
 }
 
 void ha_store_boot_info_clear(HaStoreBootInfo *b)
@@ -60,19 +60,19 @@ bool ha_store_boot_info(HaStore *s, int64_t boot, HaStoreBootInfo *ret, GError *
 			ret->has_uuid = true;
 			memcpy(ret->uuid, u, 16);
 		}
-		ret->release = ha_srp_col_text(st, 1);
-		ret->ended = ha_srp_col_text(st, 2);
+		ret->release = ha_store_col_text(st, 1);
+		ret->ended = ha_store_col_text(st, 2);
 		ret->start_us = sqlite3_column_int64(st, 3);
 		ret->end_us = sqlite3_column_int64(st, 4);
 		ret->last_us = sqlite3_column_int64(st, 5);
 		ret->text_addr = (uint64_t)sqlite3_column_int64(st, 6);
-		ret->build_id = ha_srp_col_bytes(st, 7);
+		ret->build_id = ha_store_col_bytes(st, 7);
 		ret->page_size = (uint32_t)sqlite3_column_int64(st, 8);
 		ret->flags = (uint32_t)sqlite3_column_int64(st, 9);
 		ret->has_end = sqlite3_column_type(st, 4) != SQLITE_NULL;
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the boot");
+	return ha_store_done(s, st, rc, error, "read the boot");
 }
 
 bool ha_store_boot_pair_state(HaStore *s, int64_t boot, GBytes **ret, GError **error)
@@ -84,10 +84,10 @@ bool ha_store_boot_pair_state(HaStore *s, int64_t boot, GBytes **ret, GError **e
 	sqlite3_bind_int64(st, 1, boot);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		*ret = ha_srp_col_bytes(st, 0);
+		*ret = ha_store_col_bytes(st, 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the pairing state");
+	return ha_store_done(s, st, rc, error, "read the pairing state");
 }
 
 /* The sum of every column of @sql's rows (@boot its parameter 1), each read as the
@@ -108,7 +108,7 @@ static bool sum_u64(HaStore *s, const char *sql, int64_t boot, uint64_t *ret,
 		}
 	}
 	*ret = v;
-	return ha_srp_done(s, st, rc, error, "sum the boot's counters");
+	return ha_store_done(s, st, rc, error, "sum the boot's counters");
 }
 
 static bool count_rows(HaStore *s, const char *sql, int64_t boot, int64_t *ret,
@@ -124,7 +124,7 @@ static bool count_rows(HaStore *s, const char *sql, int64_t boot, int64_t *ret,
 		*ret = sqlite3_column_int64(st, 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "count the boot's rows");
+	return ha_store_done(s, st, rc, error, "count the boot's rows");
 }
 
 static uint64_t col_u64(sqlite3_stmt *st, int i)
@@ -153,7 +153,7 @@ static bool map_counts(HaStore *s, int64_t boot, HaStoreBootCounts *r, GError **
 		r->map_successes = col_u64(st, 1);
 		rc = SQLITE_DONE;
 	}
-	if (!ha_srp_done(s, st, rc, error, "read the map's stats"))
+	if (!ha_store_done(s, st, rc, error, "read the map's stats"))
 		return false;
 	if (r->have_map) {
 		/* hist.h keys of stack ids: 2 * (gen << 31 | stack_id) + 2;
@@ -168,7 +168,7 @@ static bool map_counts(HaStore *s, int64_t boot, HaStoreBootCounts *r, GError **
 			r->map_stored = col_u64(st, 0);
 			rc = SQLITE_DONE;
 		}
-		if (!ha_srp_done(s, st, rc, error, "count the epoch's events"))
+		if (!ha_store_done(s, st, rc, error, "count the epoch's events"))
 			return false;
 	}
 	st = RP_STMT(s, "SELECT COALESCE(MAX(value), 0) FROM stats WHERE boot = ?1 AND"
@@ -180,7 +180,7 @@ static bool map_counts(HaStore *s, int64_t boot, HaStoreBootCounts *r, GError **
 		r->unread = col_u64(st, 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the unread events");
+	return ha_store_done(s, st, rc, error, "read the unread events");
 }
 
 bool ha_store_boot_counts(HaStore *s, int64_t boot, HaStoreBootCounts *ret,
@@ -227,7 +227,7 @@ bool ha_store_epoch_at(HaStore *s, int64_t boot, uint32_t tag, uint64_t ts,
 		*ret_start = (uint64_t)sqlite3_column_int64(st, 1);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "find the epoch");
+	return ha_store_done(s, st, rc, error, "find the epoch");
 }
 
 bool ha_store_epoch_older(HaStore *s, int64_t boot, uint32_t tag, int64_t epoch,
@@ -244,7 +244,7 @@ bool ha_store_epoch_older(HaStore *s, int64_t boot, uint32_t tag, int64_t epoch,
 	*ret = rc == SQLITE_ROW;
 	if (rc == SQLITE_ROW)
 		rc = SQLITE_DONE;
-	return ha_srp_done(s, st, rc, error, "find an older epoch");
+	return ha_store_done(s, st, rc, error, "find an older epoch");
 }
 
 bool ha_store_stack_ips(HaStore *s, int64_t boot, int64_t epoch, uint32_t id,
@@ -263,7 +263,7 @@ bool ha_store_stack_ips(HaStore *s, int64_t boot, int64_t epoch, uint32_t id,
 		*ret = ha_srp_col_ips(st, 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the stack");
+	return ha_store_done(s, st, rc, error, "read the stack");
 }
 
 bool ha_store_fullstack_ips(HaStore *s, int64_t id, GArray **ret, GError **error)
@@ -278,7 +278,7 @@ bool ha_store_fullstack_ips(HaStore *s, int64_t id, GArray **ret, GError **error
 		*ret = ha_srp_col_ips(st, 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the full stack");
+	return ha_store_done(s, st, rc, error, "read the full stack");
 }
 
 bool ha_store_epoch_stacks(HaStore *s, int64_t boot, uint32_t tag, uint32_t id,
@@ -300,7 +300,7 @@ bool ha_store_epoch_stacks(HaStore *s, int64_t boot, uint32_t tag, uint32_t id,
 		fn(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), ips,
 		   sqlite3_column_int64(st, 3), user);
 	}
-	return ha_srp_done(s, st, rc, error, "read the id's epochs");
+	return ha_store_done(s, st, rc, error, "read the id's epochs");
 }
 
 bool ha_store_keys_may_merge(HaStore *s, int64_t boot, bool *ret, GError **error)
@@ -317,7 +317,7 @@ bool ha_store_keys_may_merge(HaStore *s, int64_t boot, bool *ret, GError **error
 		*ret = sqlite3_column_int(st, 0) != 0;
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "count the boot's epochs");
+	return ha_store_done(s, st, rc, error, "count the boot's epochs");
 }
 
 bool ha_store_counts_foreach(HaStore *s, int64_t boot, HaStoreCountFn fn, void *user,
@@ -332,7 +332,7 @@ bool ha_store_counts_foreach(HaStore *s, int64_t boot, HaStoreCountFn fn, void *
 		fn((uint64_t)sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 1),
 		   (uint64_t)sqlite3_column_int64(st, 2), (uint64_t)sqlite3_column_int64(st, 3),
 		   user);
-	return ha_srp_done(s, st, rc, error, "read the stack counts");
+	return ha_store_done(s, st, rc, error, "read the stack counts");
 }
 
 /* ---- texts ---------------------------------------------------------------------- */
@@ -354,7 +354,7 @@ bool ha_store_format_text(HaStore *s, int64_t boot, const char *name, GBytes **r
 		*ret = g_bytes_new(p, p ? (gsize)sqlite3_column_bytes(st, 0) : 0);
 		rc = SQLITE_DONE;
 	}
-	return ha_srp_done(s, st, rc, error, "read the format");
+	return ha_store_done(s, st, rc, error, "read the format");
 }
 
 bool ha_store_ksyms_snapshots(HaStore *s, int64_t boot, GArray *ret, GError **error)
@@ -372,7 +372,7 @@ bool ha_store_ksyms_snapshots(HaStore *s, int64_t boot, GArray *ret, GError **er
 
 		g_array_append_vals(ret, sg, 1);
 	}
-	return ha_srp_done(s, st, rc, error, "read the kallsyms snapshots");
+	return ha_store_done(s, st, rc, error, "read the kallsyms snapshots");
 }
 
 bool ha_store_text_snapshot(HaStore *s, int64_t boot, const char *kind, int64_t stream,
@@ -397,35 +397,10 @@ bool ha_store_text_snapshot(HaStore *s, int64_t boot, const char *kind, int64_t 
 		g_string_append_len(out, sqlite3_column_blob(st, 1), sqlite3_column_bytes(st, 1));
 	}
 	*ret_complete = complete && next > 0;
-	return ha_srp_done(s, st, rc, error, "read a text snapshot");
+	return ha_store_done(s, st, rc, error, "read a text snapshot");
 }
 
 /* ---- what store-report*.c share (store-report-int.h) ----------------------------- */
-
-bool ha_srp_done(HaStore *s, sqlite3_stmt *st, int rc, GError **error, const char *what)
-{
-	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		ha_store_set_error(s, error, what);
-		return false;
-	}
-	return true;
-}
-
-char *ha_srp_col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-
-	return t ? g_strdup((const char *)t) : NULL;
-}
-
-GBytes *ha_srp_col_bytes(sqlite3_stmt *st, int i)
-{
-	const void *p = sqlite3_column_blob(st, i);
-	int n = sqlite3_column_bytes(st, i);
-
-	return p && n > 0 ? g_bytes_new(p, (gsize)n) : NULL;
-}
 
 GArray *ha_srp_col_ips(sqlite3_stmt *st, int i)
 {

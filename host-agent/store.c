@@ -454,3 +454,28 @@ uint64_t ha_store_disk_bytes(HaStore *s)
 		n += (uint64_t)b.st_size;
 	return n;
 }
+
+bool ha_store_done(HaStore *s, sqlite3_stmt *st, int rc, GError **error, const char *what)
+{
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		ha_store_set_error(s, error, what);
+		return false;
+	}
+	return true;
+}
+
+char *ha_store_col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? g_strdup((const char *)t) : NULL;
+}
+
+GBytes *ha_store_col_bytes(sqlite3_stmt *st, int i)
+{
+	const void *p = sqlite3_column_blob(st, i);
+	int n = sqlite3_column_bytes(st, i);
+
+	return p && n > 0 ? g_bytes_new(p, (gsize)n) : NULL;
+}
