@@ -161,7 +161,6 @@ bool ha_store_export_chunk_count(HaStore *s, int64_t boot, int64_t since, int64_
 {
 	sqlite3_stmt *st = ha_store_stmt(s, "SELECT COUNT(*) FROM chunks WHERE boot = ? AND"
 					 " nr_pages > 0 AND ts_max >= ? AND ts_min <= ?", error);
-	int rc;
 
 	*ret = 0;
 	if (!st)
@@ -169,15 +168,7 @@ bool ha_store_export_chunk_count(HaStore *s, int64_t boot, int64_t since, int64_
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_int64(st, 2, since);
 	sqlite3_bind_int64(st, 3, until);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*ret = (uint64_t)sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW) {
-		ha_store_set_error(s, error, "count the chunks");
-		return false;
-	}
-	return true;
+	return ha_store_one_u64(s, st, ret, error, "count the chunks");
 }
 
 bool ha_store_export_chunk_ids(HaStore *s, int64_t boot, uint32_t cpu, int64_t since,

@@ -100,22 +100,13 @@ bool ha_store_fleet_cpu_pages(HaStore *s, int64_t boot, uint32_t cpu, uint64_t *
 {
 	sqlite3_stmt *st = ha_store_stmt(s, "SELECT COALESCE(SUM(nr_pages), 0) FROM chunks"
 					 " WHERE boot = ? AND cpu = ? AND nr_pages > 0", error);
-	int rc;
 
 	*ret = 0;
 	if (!st)
 		return false;
 	sqlite3_bind_int64(st, 1, boot);
 	sqlite3_bind_int64(st, 2, cpu);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*ret = (uint64_t)sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	if (rc != SQLITE_ROW) {
-		ha_store_set_error(s, error, "count a CPU's pages");
-		return false;
-	}
-	return true;
+	return ha_store_one_u64(s, st, ret, error, "count a CPU's pages");
 }
 
 bool ha_store_fleet_lost(HaStore *s, int64_t boot, HaStoreLostFn fn, void *user,

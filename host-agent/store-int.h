@@ -28,6 +28,10 @@ sqlite3_stmt *ha_store_stmt(HaStore *s, const char *sql, GError **error);
 /* Reset @st; true when its last step @rc was SQLITE_DONE, else false with @error
  * saying @what failed (a read of one row sets @rc so once it has its row). */
 bool ha_store_done(HaStore *s, sqlite3_stmt *st, int rc, GError **error, const char *what);
+/* Step @st (bound) for its one row and reset it: column 0 in @ret; false with @error
+ * saying @what failed when there is no row. */
+bool ha_store_one_u64(HaStore *s, sqlite3_stmt *st, uint64_t *ret, GError **error,
+		      const char *what);
 /* Column @i as a new string, NULL when NULL. */
 char *ha_store_col_text(sqlite3_stmt *st, int i);
 /* Column @i as new GBytes, NULL when NULL or empty. */

@@ -465,6 +465,21 @@ bool ha_store_done(HaStore *s, sqlite3_stmt *st, int rc, GError **error, const c
 	return true;
 }
 
+bool ha_store_one_u64(HaStore *s, sqlite3_stmt *st, uint64_t *ret, GError **error,
+		      const char *what)
+{
+	bool row = sqlite3_step(st) == SQLITE_ROW;
+
+	if (row)
+		*ret = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (!row) {
+		ha_store_set_error(s, error, what);
+		return false;
+	}
+	return true;
+}
+
 char *ha_store_col_text(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
