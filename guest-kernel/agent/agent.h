@@ -26,6 +26,7 @@
 #include "cmdlines.h"
 #include "delta.h"
 #include "latency.h"
+#include "listen.h"
 #include "port.h"
 #include "proto.h"
 #include "ring.h"
@@ -131,6 +132,8 @@ struct agent {
 
 	struct agent_counters c;
 	struct latency lat;	/* commit-to-durable time of pages */
+
+	struct listen listen;	/* when a clock probe from the host is due */
 
 	/* timers, CLOCK_MONOTONIC ms; 0 = not armed */
 	uint64_t t_gather, t_rescan, t_stats, t_reconnect, t_hello, t_linger;

@@ -201,6 +201,7 @@ static void on_host_connected(struct agent *a)
 	(void)agent_build_hello(a);	/* the map's epoch may have moved */
 	port_set_async(&a->port, false);
 	sess_start(&a->sess);
+	listen_start(&a->listen, now_ms());
 	a->connected = true;
 	a->t_reconnect = 0;
 	a->t_hello = now_ms() + a->o.hello_ms;
@@ -300,6 +301,7 @@ static void read_port(struct agent *a)
 
 	for (int i = 0; i < 16 && a->connected; i++) {
 		ssize_t n = port_read(&a->port, buf, sizeof(buf));
+		uint64_t probes = a->sess.time_probes;
 		struct win_stats ws;
 		int act;
 
@@ -314,6 +316,8 @@ static void read_port(struct agent *a)
 			return;
 		}
 		act = sess_input(&a->sess, buf, (size_t)n);
+		if (a->sess.time_probes != probes)
+			listen_probe(&a->listen, now_ms());
 		win_get_stats(a->win, &ws);
 		latency_acked(&a->lat, ws.acked);	/* ACKed pages are durable now */
 		if (act)
@@ -457,7 +461,7 @@ static int run(struct agent *a, int sfd)
 		uint64_t deadline = 0;
 		unsigned nfd = 0, nring = 0;
 		int port_slot = -1, timeout, r;
-		bool hold = agent_holding(a);
+		bool hold = agent_holding(a), want_input = true;
 
 		now = now_ms();
 		/* after BYE nothing more is framed: BYE is the stream's last frame */
@@ -469,6 +473,8 @@ static int run(struct agent *a, int sfd)
 			 * the agent) per round. A round that finds nothing goes back to
 			 * waiting for the wake-up.
 			 */
+			if (a->connected)
+				read_port(a);	/* ACKs, TIME: no wake-up of their own */
 			a->t_gather = agent_collect(a) && !agent_holding(a) ?
 				      now_ms() + gather_ms : 0;
 		}
@@ -499,10 +505,18 @@ static int run(struct agent *a, int sfd)
 
 		pfd[nfd++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		if (a->connected) {
+			/*
+			 * While the rings are read on the timer, the collection round reads
+			 * the port too: no wake-up per ACK, only for a clock probe that is
+			 * due (listen.h). A hang-up is reported whatever is asked for.
+			 */
+			want_input = !a->t_gather || a->stopping || a->sess.state != SESS_UP ||
+				 listen_due(&a->listen, now);
 			port_slot = (int)nfd;
 			pfd[nfd++] = (struct pollfd){
 				.fd = a->port.fd,
-				.events = POLLIN | (sess_want_write(&a->sess) ? POLLOUT : 0),
+				.events = (want_input ? POLLIN : 0) |
+					  (sess_want_write(&a->sess) ? POLLOUT : 0),
 			};
 		}
 		if (!a->t_gather && !a->stopping && !hold) {
@@ -547,7 +561,9 @@ static int run(struct agent *a, int sfd)
 		if (port_slot >= 0 && a->connected) {
 			short ev = pfd[port_slot].revents;
 
-			if (ev & POLLIN)
+			/* unasked, input under a hang-up is read before it is handled */
+			if ((ev & POLLIN) ||
+			    (!want_input && (ev & (POLLHUP | POLLERR))))
 				read_port(a);
 			if (a->connected && (ev & (POLLHUP | POLLERR | POLLNVAL)) &&
 			    !(ev & POLLIN))
