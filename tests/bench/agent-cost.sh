@@ -2,7 +2,9 @@
 # Tracing (kmem events with stacktrace + stackmap) runs from boot, set on the kernel
 # command line. Parameters (stackmap.ac_*): ac_rounds (per variant, default 7),
 # ac_work (workload iterations per round, default 6), ac_dd_mb (default 256),
-# ac_peer (1: the kernel's virtio-trace agent is at /virtio-trace-agent, default 0).
+# ac_peer (1: the kernel's virtio-trace agent is at /virtio-trace-agent, default 0),
+# ac_base (1: another stackmap-guestd, e.g. a build before a change, is at
+# /stackmap-guestd-base, default 0).
 #
 # 1. Raw port bandwidth: dd of ac_dd_mb MiB to the port while the host sinks it.
 # 2. The same fixed workload in rounds, one of each variant per round, so that the
@@ -13,13 +15,19 @@
 #               per CPU)
 #      id       tracing on, options/stackmap on (stack_id), no reader
 #      agent    the same, streamed by stackmap-guestd to host-agent
-#    Each agent is stopped (SIGSTOP) outside its own rounds; before every round the
-#    buffer is cleared, and a streaming round gets 2 s after the workload to drain.
-#    The order of the two pairs alternates from round to round. Per round:
+#      base     the same, streamed by /stackmap-guestd-base (with ac_base=1)
+#    virtio-trace is stopped (SIGSTOP) outside its own rounds. stackmap-guestd is
+#    started for each of its rounds and stopped (SIGTERM) after it: only one reader
+#    may hold stack_map_delta, so the two builds cannot both be kept; the round starts
+#    once the new agent's start (HELLO, the metadata snapshot, the map) is done, i.e.
+#    its CPU time stands still. Before every round the buffer is cleared, and a
+#    streaming round gets 2 s after the workload to drain. The order of the pairs
+#    alternates from round to round (and that of agent and base). Per round:
 #    "ROUND VARIANT N SECONDS read=R overrun=O bytes=B ticks=T": the workload's wall
 #    time, the ring-buffer entries read and overwritten, the bytes the guest sent on
 #    the agent's ports (virtio_console's own counters in debugfs), the agent's CPU
-#    ticks (drain included).
+#    ticks (drain included); for the agent's rounds "SPAN VARIANT N FROM TO", the
+#    workload's start and end (uptime, as the trace clock mono).
 # 3. A second stackmap-guestd run (a new stream) never stopped: two more slab rounds,
 #    then heavier, with raw_syscalls and sched events enabled too ("HEAVY").
 # The trace clock is set to mono so that the agent measures each page's time from
@@ -31,6 +39,7 @@ rounds=$(param ac_rounds 7)
 nwork=$(param ac_work 6)
 mb=$(param ac_dd_mb 256)
 peer=$(param ac_peer 0)
+base=$(param ac_base 0)
 port=
 for d in /sys/class/virtio-ports/*; do
 	[ "$(cat "$d/name")" = org.stackmap.0 ] && port=/dev/${d##*/}
@@ -71,7 +80,9 @@ measure() {
 	[ "$1" = notrace ] || echo 1 > $T/tracing_on
 	set -- "$@" $(totals) $(port_bytes "$5") $(agent_ticks "$4")
 	[ -z "$4" ] || kill -CONT "$4"
+	w0=$(now)
 	secs=$(round)
+	w1=$(now)
 	if [ -n "$4" ]; then
 		sleep 2		# let it drain (and the ACKs come back) before it stops
 		kill -STOP "$4"
@@ -79,6 +90,10 @@ measure() {
 	r1=$(totals)
 	say "ROUND $1 $2 $secs read=$((${r1% *} - $6)) overrun=$((${r1#* } - $7))" \
 	    "bytes=$(($(port_bytes "$5") - $8)) ticks=$(($(agent_ticks "$4") - $9))"
+	# a round that recorded nothing: the ring buffer disabled itself (a WARN in
+	# the console), and every round after it would measure nothing as well
+	[ "$1" = notrace ] || [ $((${r1% *} - $6 + ${r1#* } - $7)) -gt 0 ] ||
+		fail "round $1 $2 recorded no event: is the ring buffer disabled?"
 }
 
 # a trace clock user space reads too: the agent measures commit-to-durable latency
@@ -88,9 +103,30 @@ t=$(now)
 dd if=/dev/zero of="$port" bs=32k count=$((mb * 32)) 2> /dev/null || fail "dd to $port"
 say "DD bytes=$((mb * 1048576)) seconds=$(since "$t")"
 
-echo > $T/trace		# the agent starts with an empty buffer
-/stackmap-guestd --exclude-self &
-AGENT=$!
+# round_agent VARIANT ROUND BINARY: a fresh agent streams one round (see the top)
+round_agent() {
+	echo 1 > $T/options/stackmap	# as in its round, from its HELLO on
+	$3 --exclude-self &
+	a=$!
+	sleep 2
+	t0=$(agent_ticks $a)
+	n=0
+	while [ $n -lt 60 ]; do
+		sleep 1
+		t1=$(agent_ticks $a)
+		[ $((t1 - t0)) -le 2 ] && break
+		t0=$t1
+		n=$((n + 1))
+	done
+	kill -STOP $a
+	measure "$1" "$2" 1 $a '^org\.stackmap\.0$'
+	say "SPAN $1 $2 $w0 $w1"	# the workload's time, for the host's clock probes
+	kill -TERM $a
+	kill -CONT $a
+	wait $a
+}
+
+echo > $T/trace
 VT=
 if [ "$peer" = 1 ]; then
 	# virtio-trace opens /dev/virtio-ports/NAME (udev's links; this guest has no udev)
@@ -102,9 +138,8 @@ if [ "$peer" = 1 ]; then
 	VT=$!
 	say "VT-STARTED"	# the host writes "1" to agent-ctl-path: its threads run
 fi
-sleep 3
-kill -STOP $AGENT
 if [ -n "$VT" ]; then
+	sleep 3
 	# the same as the agent's --exclude-self: its threads' own allocations untraced
 	for t in /proc/$VT/task/*; do
 		echo "${t##*/}" >> $T/set_event_notrace_pid
@@ -119,7 +154,13 @@ while [ $r -le "$rounds" ]; do
 		measure vt $r 0 $VT '^trace-path-cpu'
 	fi
 	measure id $r 1 "" '^$'
-	measure agent $r 1 $AGENT '^org\.stackmap\.0$'
+	if [ "$base" = 1 ] && [ $((r % 2)) = 0 ]; then
+		round_agent base $r /stackmap-guestd-base
+	fi
+	round_agent agent $r /stackmap-guestd
+	if [ "$base" = 1 ] && [ $((r % 2)) = 1 ]; then
+		round_agent base $r /stackmap-guestd-base
+	fi
 	if [ $((r % 2)) = 0 ] && [ -n "$VT" ]; then
 		measure full $r 0 "" '^$'
 		measure vt $r 0 $VT '^trace-path-cpu'
@@ -131,10 +172,7 @@ if [ -n "$VT" ]; then
 	kill -KILL $VT
 	wait $VT
 fi
-kill -CONT $AGENT
-# a second agent (a new stream) that is never stopped: its latency figures are clean
-kill -TERM $AGENT
-wait $AGENT
+# a second agent run (a new stream) that is never stopped: its latency figures are clean
 echo > $T/trace
 /stackmap-guestd --exclude-self &
 AGENT=$!
