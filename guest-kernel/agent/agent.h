@@ -74,6 +74,8 @@ struct agent_counters {
 	uint64_t epochs;	/* epoch records */
 	uint64_t bad_deltas;	/* invalid delta buffers discarded */
 	uint64_t window_full_holds;	/* times the rings were left unread: window full */
+	uint64_t rounds;	/* collection rounds on the flush timer */
+	uint64_t wakeups;	/* returns from poll() */
 };
 
 struct agent {

@@ -473,6 +473,7 @@ static int run(struct agent *a, int sfd)
 			 * the agent) per round. A round that finds nothing goes back to
 			 * waiting for the wake-up.
 			 */
+			a->c.rounds++;
 			if (a->connected)
 				read_port(a);	/* ACKs, TIME: no wake-up of their own */
 			a->t_gather = agent_collect(a) && !agent_holding(a) ?
@@ -548,6 +549,7 @@ static int run(struct agent *a, int sfd)
 		timeout = !deadline ? -1 : deadline <= now ? 0 : (int)MIN(deadline - now, 60000u);
 
 		r = poll(pfd, nfd, timeout);
+		a->c.wakeups++;
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -617,10 +619,11 @@ int main(int argc, char **argv)
 			 " epoch records, %" PRIu64 " frames dropped, %" PRIu64 " resent, "
 			 "%" PRIu64 " holds on a full window, "
 			 "%" PRIu64 " bytes in %" PRIu64 " writes, %" PRIu64 " ms of CPU, "
-			 "%" PRIu64 " time probes answered",
+			 "%" PRIu64 " time probes answered, %" PRIu64 " wake-ups for %"
+			 PRIu64 " collection rounds",
 			 a.c.pages, a.c.stacks, a.c.epochs, ws.dropped_frames,
 			 ws.resent_frames, a.c.window_full_holds, a.sess.out.bytes, a.sess.out.writes,
-			 cpu_time_ns() / 1000000, a.sess.time_probes);
+			 cpu_time_ns() / 1000000, a.sess.time_probes, a.c.wakeups, a.c.rounds);
 	}
 	agent_free(&a);
 	return r < 0 ? 1 : 0;
