@@ -27,7 +27,10 @@
 #    time, the ring-buffer entries read and overwritten, the bytes the guest sent on
 #    the agent's ports (virtio_console's own counters in debugfs), the agent's CPU
 #    ticks (drain included); for the agent's rounds "SPAN VARIANT N FROM TO", the
-#    workload's start and end (uptime, as the trace clock mono).
+#    workload's start and end (uptime, as the trace clock mono). "B VARIANT N" and
+#    "E VARIANT N" on the ac-ctl port at the workload's start and end: the host takes
+#    QEMU's CPU time (single-threaded TCG: the guest's vCPUs and its device
+#    emulation), the round's cost whatever else the host runs.
 # 3. A second stackmap-guestd run (a new stream) never stopped: two more slab rounds,
 #    then heavier, with raw_syscalls and sched events enabled too ("HEAVY").
 # The trace clock is set to mono so that the agent measures each page's time from
@@ -45,6 +48,13 @@ for d in /sys/class/virtio-ports/*; do
 	[ "$(cat "$d/name")" = org.stackmap.0 ] && port=/dev/${d##*/}
 done
 [ -n "$port" ] || fail "no org.stackmap.0 port"
+# the host's side of "ac-ctl" takes QEMU's CPU time at each line written to it
+ctl=
+for d in /sys/class/virtio-ports/*; do
+	[ "$(cat "$d/name")" = ac-ctl ] && ctl=/dev/${d##*/}
+done
+[ -n "$ctl" ] || fail "no ac-ctl port"
+exec 3> "$ctl"
 
 now() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -81,7 +91,9 @@ measure() {
 	set -- "$@" $(totals) $(port_bytes "$5") $(agent_ticks "$4")
 	[ -z "$4" ] || kill -CONT "$4"
 	w0=$(now)
+	echo "B $1 $2" >&3
 	secs=$(round)
+	echo "E $1 $2" >&3
 	w1=$(now)
 	if [ -n "$4" ]; then
 		sleep 2		# let it drain (and the ACKs come back) before it stops
@@ -90,9 +102,9 @@ measure() {
 	r1=$(totals)
 	say "ROUND $1 $2 $secs read=$((${r1% *} - $6)) overrun=$((${r1#* } - $7))" \
 	    "bytes=$(($(port_bytes "$5") - $8)) ticks=$(($(agent_ticks "$4") - $9))"
-	# a round that recorded nothing: the ring buffer disabled itself (a WARN in
-	# the console), and every round after it would measure nothing as well
-	[ "$1" = notrace ] || [ $((${r1% *} - $6 + ${r1#* } - $7)) -gt 0 ] ||
+	# a streaming round that read nothing: the ring buffer disabled itself (a WARN
+	# in the console), and every round after it would measure nothing as well
+	[ -z "$4" ] || [ $((${r1% *} - $6 + ${r1#* } - $7)) -gt 0 ] ||
 		fail "round $1 $2 recorded no event: is the ring buffer disabled?"
 }
 
