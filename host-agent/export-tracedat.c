@@ -48,6 +48,7 @@
 #include "printfmt.h"
 #include "report.h"
 #include "store-export.h"
+#include "store-report.h"
 #include "wire.h"
 #include "tep.h"
 
@@ -964,9 +965,10 @@ static bool write_cpu(Exporter *x, uint32_t cpu, Progress *pr, uint64_t *done,
 		uint32_t len;
 		size_t off = 0, zlen;
 		const void *z;
+		int64_t chunk_cpu;
 
-		if (!ha_store_export_chunk_data(x->store, g_array_index(ids, int64_t, i), &data,
-						&x->error))
+		if (!ha_store_chunk_data(x->store, g_array_index(ids, int64_t, i), &chunk_cpu,
+					 &data, &x->error))
 			return false;
 		if (!data)
 			continue;

@@ -192,20 +192,3 @@ bool ha_store_export_chunk_ids(HaStore *s, int64_t boot, uint32_t cpu, int64_t s
 	}
 	return ha_store_done(s, st, rc, error, "list the chunks");
 }
-
-bool ha_store_export_chunk_data(HaStore *s, int64_t id, GBytes **ret, GError **error)
-{
-	sqlite3_stmt *st = ha_store_stmt(s, "SELECT data FROM chunks WHERE id = ?", error);
-	int rc;
-
-	*ret = NULL;
-	if (!st)
-		return false;
-	sqlite3_bind_int64(st, 1, id);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*ret = g_bytes_new(sqlite3_column_blob(st, 0), (gsize)sqlite3_column_bytes(st, 0));
-		rc = SQLITE_DONE;
-	}
-	return ha_store_done(s, st, rc, error, "read a chunk");
-}

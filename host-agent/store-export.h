@@ -70,8 +70,7 @@ bool ha_store_export_chunk_count(HaStore *s, int64_t boot, int64_t since, int64_
  * ring buffer had their pages (first_seq, then id). */
 bool ha_store_export_chunk_ids(HaStore *s, int64_t boot, uint32_t cpu, int64_t since,
 			       int64_t until, GArray *ret, GError **error);
-/* The compressed data of chunk @id into *ret (g_bytes_unref()), or NULL when it is
- * gone (merged since it was listed, outside a read transaction). */
-bool ha_store_export_chunk_data(HaStore *s, int64_t id, GBytes **ret, GError **error);
+/* A chunk's data: ha_store_chunk_data() (store-report.h), NULL when it is gone
+ * (merged since it was listed, outside a read transaction). */
 
 #endif /* HA_STORE_EXPORT_H */
