@@ -100,6 +100,7 @@ static IngestFlight *take(HaConn *c)
 	c->pending_since = 0;
 	c->batch_bytes = 0;
 	c->batch_frames = 0;
+	c->rx_cut = true;	/* this batch's ACK covers its runs of frames whole */
 	return f;
 }
 

@@ -42,6 +42,7 @@
 #include "chunk.h"
 #include "hist.h"
 #include "ingest.h"
+#include "latency.h"
 #include "pair.h"
 #include "proto.h"
 #include "store-ingest.h"
@@ -122,6 +123,19 @@ typedef struct {
 #define INGEST_PROV_KEY		(UINT64_C(1) << 63)
 
 typedef struct _IngestFlight IngestFlight;
+
+/* Frames taken off the link by one read (commit to durable, HaConn.durable): the last
+ * one's seq, how many, and when the read returned (g_get_monotonic_time()). */
+typedef struct {
+	uint64_t last_seq;
+	gint64 t;
+	uint32_t frames;
+} IngestRxRun;
+
+/* Runs kept until their ACK is written: enough for the two batches a connection holds
+ * (4 MiB each) read 4 KiB at a time. Beyond, the newest run takes the next frames
+ * under its own, earlier, time (an upper bound; counted in HaConn.rx_merged). */
+#define INGEST_RX_RUNS		2048u
 
 struct _HaConn {
 	HaStore *store;
@@ -225,6 +239,19 @@ struct _HaConn {
 	GArray *out_lens;	/* guint: each queued frame's length, oldest first */
 	size_t head_sent;	/* bytes of the oldest queued frame already sent */
 	HaConnStats st;
+
+	/* Commit to durable, per session: each sequenced frame from the read that
+	 * completed it (read_mono) to the write of the whole ACK that covers it. The
+	 * runs of frames not acknowledged yet, oldest first in a ring; a batch taken
+	 * for its commit ends the newest run (rx_cut), so an ACK covers whole runs. */
+	gint64 read_mono;
+	IngestRxRun rx[INGEST_RX_RUNS];
+	uint32_t rx_head, rx_len;
+	bool rx_cut;
+	uint64_t rx_merged;	/* frames timed by an earlier read: the ring was full */
+	uint64_t ack_pend_upto;	/* the newest ACK queued and not written whole yet, */
+	size_t ack_pend_end;	/* which ends this many bytes into out (0: none) */
+	HaLatency durable;
 };
 
 /* ---- ingest-session.c ---------------------------------------------------------- */

@@ -109,6 +109,69 @@ const HaClockProbeStats *ha_conn_clock_stats(const HaConn *c)
 	return ha_clock_probe_stats(c->clk);
 }
 
+const HaLatency *ha_conn_durable(const HaConn *c)
+{
+	return &c->durable;
+}
+
+/* Frame @seq, completed by the last read, is taken (applied or dropped as malformed):
+ * into the newest run of frames if that read's, else a run of its own. */
+static void rx_note(HaConn *c, uint64_t seq)
+{
+	IngestRxRun *last = c->rx_len ?
+		&c->rx[(c->rx_head + c->rx_len - 1) % INGEST_RX_RUNS] : NULL;
+
+	if (last && ((last->t == c->read_mono && !c->rx_cut) ||
+		     c->rx_len == INGEST_RX_RUNS)) {
+		if (last->t != c->read_mono)
+			c->rx_merged++;
+		last->last_seq = seq;
+		last->frames++;
+		return;
+	}
+	c->rx[(c->rx_head + c->rx_len++) % INGEST_RX_RUNS] = (IngestRxRun){
+		.last_seq = seq, .t = c->read_mono, .frames = 1,
+	};
+	c->rx_cut = false;
+}
+
+/* The ACK of every frame up to @upto was written whole at @now. */
+static void rx_acked(HaConn *c, uint64_t upto, gint64 now)
+{
+	while (c->rx_len && c->rx[c->rx_head].last_seq <= upto) {
+		const IngestRxRun *r = &c->rx[c->rx_head];
+
+		ha_latency_add(&c->durable, now - r->t, r->frames);
+		c->rx_head = (c->rx_head + 1) % INGEST_RX_RUNS;
+		c->rx_len--;
+	}
+}
+
+/* The session's figure, once at its end; then a new session starts from nothing. */
+static void log_durable(HaConn *c)
+{
+	const HaLatency *h = &c->durable;
+	g_autofree char *merged = NULL;
+
+	if (h->n) {
+		if (c->rx_merged)
+			merged = g_strdup_printf(" (%" PRIu64 " of them timed by an earlier"
+						 " read: more reads than the %u runs kept)",
+						 c->rx_merged, INGEST_RX_RUNS);
+		g_message("%s: boot %s stream %016" PRIx64 ": commit to durable (frame read"
+			  " -> its ACK written): p50 %.1f ms, p99 %.1f ms, max %.1f ms over %"
+			  PRIu64 " frames%s", c->domain, c->boot_str, c->stream_id,
+			  (double)ha_latency_quantile(h, 0.50) / 1000.0,
+			  (double)ha_latency_quantile(h, 0.99) / 1000.0,
+			  (double)h->max_us / 1000.0, h->n, merged ? merged : "");
+	}
+	memset(&c->durable, 0, sizeof(c->durable));
+	c->rx_head = c->rx_len = 0;
+	c->rx_cut = false;
+	c->rx_merged = 0;
+	c->ack_pend_end = 0;
+}
+
 size_t ha_conn_space(HaConn *c, uint8_t **ret_space)
 {
 	return smp_decoder_space(c->dec, ret_space);
@@ -119,6 +182,7 @@ void ha_conn_commit(HaConn *c, size_t n)
 	/* the upper bound of a probe that this read completes (clocksync.h) */
 	if (c->time_ok)
 		ha_host_time_now(&c->rx_time);
+	c->read_mono = g_get_monotonic_time();
 	smp_decoder_commit(c->dec, n);
 }
 
@@ -131,6 +195,12 @@ const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len)
 void ha_conn_output_done(HaConn *c, size_t n)
 {
 	n = MIN(n, c->out->len);
+	if (c->ack_pend_end && n >= c->ack_pend_end) {
+		rx_acked(c, c->ack_pend_upto, g_get_monotonic_time());
+		c->ack_pend_end = 0;
+	} else if (c->ack_pend_end) {
+		c->ack_pend_end -= n;
+	}
 	g_byte_array_remove_range(c->out, 0, (guint)n);
 	c->head_sent += n;
 	while (c->out_lens->len && c->head_sent >= g_array_index(c->out_lens, guint, 0)) {
@@ -163,6 +233,9 @@ static bool queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, long pa
 
 		g_byte_array_set_size(c->out, keep);
 		g_array_set_size(c->out_lens, keep ? 1 : 0);
+		/* an ACK dropped unsent: its frames wait for the next one */
+		if (c->ack_pend_end > keep)
+			c->ack_pend_end = 0;
 	}
 	len = (guint)n;
 	g_byte_array_append(c->out, buf, len);
@@ -186,6 +259,8 @@ void ingest_queue_ack(HaConn *c, uint64_t upto)
 	c->acked = upto;
 	c->ack_wanted = false;
 	c->st.acked = upto;
+	c->ack_pend_upto = upto;
+	c->ack_pend_end = c->out->len;
 }
 
 void ingest_malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...)
@@ -432,6 +507,7 @@ static bool end_session(HaConn *c, GError **error)
 	if (!c->bye && !c->recovered)
 		mark_disconnected(c);
 	log_clock(c);
+	log_durable(c);
 	ingest_arena_live(c, false);
 	ingest_arena_drop(c);
 	g_clear_pointer(&c->tep, ha_tep_free);
@@ -614,6 +690,7 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 		c->hellos = 0;
 	}
 	c->expected = f->seq + 1;
+	rx_note(c, f->seq);
 	c->batch_frames++;
 	c->batch_bytes += f->len;
 	if (c->bye || c->batch_frames >= c->lim.batch_frames ||
@@ -788,6 +865,7 @@ void ha_conn_close(HaConn *c)
 	if (c->retired) {
 		/* flushed when retired; the boot's end is the post-mortem's to record */
 		log_clock(c);
+		log_durable(c);
 		g_message("%s: boot %s stream %016" PRIx64 ": closed after its post-mortem"
 			  " (retired at seq %" PRIu64 ")", c->domain, c->boot_str, c->stream_id,
 			  c->expected - 1);
@@ -802,6 +880,7 @@ void ha_conn_close(HaConn *c)
 	if (!c->failed)
 		ingest_compact_finish(c);
 	log_clock(c);
+	log_durable(c);
 	if ((c->bye && !c->failed) || c->recovered)
 		return;
 	mark_disconnected(c);

@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "clocksync.h"
+#include "latency.h"
 #include "store.h"
 
 /*
@@ -242,5 +243,16 @@ typedef struct {
 const HaConnStats *ha_conn_stats(const HaConn *c);
 /* The clock probes of this connection (clocksync.h). */
 const HaClockProbeStats *ha_conn_clock_stats(const HaConn *c);
+
+/*
+ * Commit to durable in the current session: every sequenced frame, from the return of
+ * the read that completed it (ha_conn_commit()) to the write of the whole ACK that
+ * covers it (ha_conn_output_done()), so the guest's own flush window and its wait to
+ * read the ACK are not in it. Logged at the end of each session ("commit to durable
+ * (frame read -> its ACK written): p50 ..."). Frames whose ACK was not written by
+ * then are not counted: the last batch of a connection that ends or of a session a
+ * later HELLO ends (its ACK is queued by that end), a failed batch.
+ */
+const HaLatency *ha_conn_durable(const HaConn *c);
 
 #endif /* HA_INGEST_H */
