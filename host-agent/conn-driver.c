@@ -153,6 +153,16 @@ static bool input_dry(HaDriver *d)
 
 static gboolean on_more_input(gpointer user);
 
+/* Reading goes on from an idle callback at the priority of the links' own readable
+ * notifications (an fd watch's): at the idle priority, a connection whose link is
+ * readable at every iteration (a guest that floods) would starve it, and with it the
+ * frames this connection already holds, which no notification announces again. */
+static void read_more_later(HaDriver *d)
+{
+	if (!d->more_idle)
+		d->more_idle = g_idle_add_full(G_PRIORITY_DEFAULT, on_more_input, d, NULL);
+}
+
 enum step { STEP_MORE, STEP_DRY, STEP_PAUSED, STEP_ENDED };
 
 /* Read and apply up to READS_PER_WAKE reads (conn-driver.h). */
@@ -165,8 +175,7 @@ static enum step read_input(HaDriver *d)
 	case HA_READ_MORE:
 		if (!write_output(d))
 			return STEP_ENDED;
-		if (!d->more_idle)
-			d->more_idle = g_idle_add(on_more_input, d);
+		read_more_later(d);
 		return STEP_MORE;
 	case HA_READ_DRY:
 		return input_dry(d) ? STEP_DRY : STEP_ENDED;
@@ -206,8 +215,7 @@ static void resume(HaDriver *d)
 		return;
 	d->paused = false;
 	ha_link_want_read(d->link, true);
-	if (!d->more_idle)
-		d->more_idle = g_idle_add(on_more_input, d);
+	read_more_later(d);
 }
 
 /* A commit made on a commit thread is done (ingest.h): its ACK is queued, or the
@@ -234,8 +242,14 @@ static void on_link(HaLink *l, HaLinkEvents ev, void *user)
 	enter(d);
 	if ((ev & HA_LINK_WRITABLE) && !write_output(d))
 		goto out;
-	if ((ev & HA_LINK_READABLE) && d->conn)
+	if ((ev & HA_LINK_READABLE) && d->conn) {
+		/* one wake per iteration: the continuation is this read, not one more */
+		if (d->more_idle) {
+			g_source_remove(d->more_idle);
+			d->more_idle = 0;
+		}
 		read_input(d);
+	}
 out:
 	leave(d);
 }

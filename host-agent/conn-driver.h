@@ -11,11 +11,14 @@
  *                (ha_conn_read()); when they did not run the input dry, reading goes
  *                on from an idle callback (the readable notification may not come
  *                again for bytes already taken, and a guest waiting for its ACK sends
- *                nothing more)
+ *                nothing more), at the readable notifications' priority, so that a
+ *                connection whose link is readable at every iteration (a flooding
+ *                guest) cannot starve it; one wake per connection and iteration
  *   input dry    the batch's commit starts now, or by the commit timer when its
  *                oldest frame is HA_COMMIT_DELAY_US old (ha_conn_commit_due_ms()); it
  *                runs on a commit thread (ingest.h), and its ACK is written when it is
- *                done (HaConnCommitted)
+ *                done (HaConnCommitted), at the next iteration of the main loop,
+ *                before any connection reads again
  *   paused       a batch full (or a frame that needs the store) while the last commit
  *                is still in flight: no reads (ha_link_want_read()) until it is done,
  *                so one slow store stalls its own guest only

@@ -268,7 +268,10 @@ static void launch(HaConn *c, IngestFlight *f)
 	}
 	f->ctx = g_main_context_ref_thread_default();
 	f->done = g_idle_source_new();
-	g_source_set_priority(f->done, G_PRIORITY_DEFAULT);
+	/* Above the links' readable notifications: a commit done is acknowledged (and
+	 * the next one started) at the next iteration, before any connection reads
+	 * again, rather than after every connection with input waiting had its turn. */
+	g_source_set_priority(f->done, G_PRIORITY_HIGH);
 	g_source_set_callback(f->done, on_done, c, NULL);
 	g_source_set_static_name(f->done, "host-agent commit done");
 	c->flight = f;

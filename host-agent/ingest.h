@@ -38,7 +38,9 @@
  *
  * Main loop: besides the source's read watch and commit timer, a connection adds a
  * low-priority idle source of its own (the thread-default context's) that merges the
- * small chunks it stored (compact.h); ha_conn_close() merges what is left.
+ * small chunks it stored (compact.h); ha_conn_close() merges what is left. A commit
+ * made off the thread is told back by a source of G_PRIORITY_HIGH, above any link's
+ * readable notification: its ACK goes out before another connection's next read.
  */
 #ifndef HA_INGEST_H
 #define HA_INGEST_H

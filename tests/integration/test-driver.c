@@ -11,6 +11,10 @@
  * applies and acknowledges everything buffered, past the reads-per-wake limit; on a
  * socket whose peer stopped reading, the write error ends the connection; a second
  * connection on a store while one runs is refused, and taken once the first ended.
+ * Beside a guest whose input never runs dry (its link always readable, as a socket
+ * with bytes waiting is), another guest's ACK is written as soon as its commit is done,
+ * before the flooder reads again, and a frame it holds for a commit in flight is
+ * applied and acknowledged while the flooder goes on.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,8 +26,10 @@
 #include <unistd.h>
 
 #include "conn-driver.h"
+#include "guest-formats.h"
 #include "link-impl.h"
 #include "proto.h"
+#include "ringpage.h"
 #include "tap.h"
 
 /* ---- a scripted link ----------------------------------------------------------- */
@@ -116,6 +122,107 @@ static void script_free(Script *sc)
 	g_byte_array_unref(sc->out);
 }
 
+/* ---- a flooding guest: its input never runs dry ----------------------------------- */
+
+/* Its link is readable as long as reads are wanted, as a socket's fd watch with bytes
+ * waiting is: a source at the fd watch's priority, ready at every iteration. What it
+ * sends: the same valid frame over and over, a duplicate the host checks and drops
+ * (so it never pauses for a commit of its own). */
+typedef struct {
+	HaLink *link;		/* NULL once closed */
+	GSource *ready;
+	GByteArray *in;		/* HELLO, then PAGE seq 1 forever after, from off on */
+	size_t off;
+	uint64_t reads;
+	size_t read_max;
+} Flood;
+
+typedef struct {
+	HaLink link;
+	Flood *fl;
+} FloodLink;
+
+static void put_page(GByteArray *to, uint64_t seq);
+static void put_hello(GByteArray *to);
+
+static gboolean fl_ready(gpointer user)
+{
+	ha_link_notify(((Flood *)user)->link, HA_LINK_READABLE);
+	return G_SOURCE_CONTINUE;
+}
+
+static void fl_want_read(HaLink *l, bool want)
+{
+	Flood *fl = ((FloodLink *)l)->fl;
+
+	if (want && !fl->ready) {
+		fl->ready = g_idle_source_new();
+		g_source_set_priority(fl->ready, G_PRIORITY_DEFAULT);
+		g_source_set_callback(fl->ready, fl_ready, fl, NULL);
+		g_source_attach(fl->ready, NULL);
+	} else if (!want && fl->ready) {
+		g_source_destroy(fl->ready);
+		g_clear_pointer(&fl->ready, g_source_unref);
+	}
+}
+
+static bool fl_start(HaLink *l, GError **error)
+{
+	fl_want_read(l, true);
+	return true;
+}
+
+static ssize_t fl_read(HaLink *l, uint8_t *buf, size_t len)
+{
+	Flood *fl = ((FloodLink *)l)->fl;
+	size_t n;
+
+	while (fl->in->len - fl->off < fl->read_max) {
+		g_byte_array_remove_range(fl->in, 0, (guint)fl->off);
+		fl->off = 0;
+		put_page(fl->in, 1);
+	}
+	n = MIN(len, fl->read_max);
+	memcpy(buf, fl->in->data + fl->off, n);
+	fl->off += n;
+	fl->reads++;
+	return (ssize_t)n;
+}
+
+static ssize_t fl_write(HaLink *l, const uint8_t *buf, size_t len)
+{
+	return (ssize_t)len;
+}
+
+static void fl_close(HaLink *l)
+{
+	Flood *fl = ((FloodLink *)l)->fl;
+
+	fl_want_read(l, false);
+	fl->link = NULL;
+	g_free(l);
+}
+
+static const HaLinkOps flood_ops = {
+	.start = fl_start, .read = fl_read, .write = fl_write, .want_read = fl_want_read,
+	.close = fl_close,
+};
+
+static HaLink *flood_link(Flood *fl)
+{
+	FloodLink *l = g_new0(FloodLink, 1);
+
+	memset(fl, 0, sizeof(*fl));
+	fl->in = g_byte_array_new();
+	fl->read_max = 4096;
+	put_hello(fl->in);
+	put_page(fl->in, 1);
+	ha_link_init(&l->link, &flood_ops, "flood");
+	l->fl = fl;
+	fl->link = &l->link;
+	return &l->link;
+}
+
 /* ---- frames -------------------------------------------------------------------- */
 
 static uint8_t boot_id[16] = { 7, 7, 7 };
@@ -152,6 +259,25 @@ static void put_epoch(GByteArray *to, uint64_t seq, uint64_t epoch)
 
 	g_assert(n > 0);
 	put_frame(to, SMP_EPOCH, seq, p, (size_t)n);
+}
+
+/* A PAGE of cpu 0 with one kmalloc event (stored unparsed: no formats were sent). */
+static void put_page(GByteArray *to, uint64_t seq)
+{
+	uint8_t page[4096], km[52] = { 0 }, p[8 + sizeof(page)];
+	uint16_t type = GF_ID_KMALLOC;
+	struct ringpage rp;
+	struct smp_page m = { .cpu = 0, .data = page };
+	long n;
+
+	memcpy(km, &type, 2);
+	ringpage_init(&rp, page, sizeof(page));
+	ringpage_reset(&rp, 1000 * seq);
+	ringpage_add(&rp, 1000 * seq, km, sizeof(km));
+	m.data_len = ringpage_finish(&rp);
+	n = smp_page_encode(&m, p, sizeof(p));
+	g_assert(n > 0);
+	put_frame(to, SMP_PAGE, seq, p, (size_t)n);
 }
 
 /* What the host wrote: the WELCOME's resume seq (0: none) and the last ACK (0: none). */
@@ -204,6 +330,22 @@ static bool acked(void *p)
 	AckWait *w = p;
 
 	return last_ack(w->sc->out) >= w->ack;
+}
+
+/* The paced guest's ACK reached @ack, or the flooder made @reads_max reads (a bound
+ * in its reads rather than in time). */
+typedef struct {
+	Flood *fl;
+	Script *sc;
+	uint64_t ack;
+	uint64_t reads_max;
+} FloodWait;
+
+static bool flood_acked(void *p)
+{
+	FloodWait *w = p;
+
+	return last_ack(w->sc->out) >= w->ack || w->fl->reads >= w->reads_max;
 }
 
 /* ---- the owner's side ------------------------------------------------------------ */
@@ -387,6 +529,60 @@ int main(void)
 		      "the WELCOME's write fails (EPIPE): the connection ends");
 		close(sv[1]);
 		ha_store_free(store);
+	}
+
+	/* 7. A flooder beside a paced guest on one main loop. */
+	{
+		g_autofree char *dbf = g_build_filename(dir, "flood.db", NULL);
+		g_autofree char *dbp = g_build_filename(dir, "paced.db", NULL);
+		HaStore *sf = ha_store_open(dbf, false, &e), *sp = ha_store_open(dbp, false, &e);
+		HaLimits plim = lim;
+		HaDriver *df, *dp;
+		Flood fl;
+		uint64_t reads;
+		FloodWait fw = { &fl, &sc, 0, 0 };
+
+		plim.batch_frames = 1;	/* each frame its own commit: no timer involved */
+		df = ha_driver_new(flood_link(&fl), sf, &lim, "flood", NULL, NULL, &e);
+		dp = ha_driver_new(script_link(&sc), sp, &plim, "paced", NULL, NULL, &e);
+		CHECK(df && dp, "a flooder and a paced guest");
+		for (int i = 0; i < 100; i++)
+			g_main_context_iteration(NULL, FALSE);
+		CHECK(fl.reads >= 100 * HA_DRIVER_READS_PER_WAKE / 2, "the flooder floods (%"
+		      PRIu64 " reads in 100 iterations)", fl.reads);
+
+		/* a. Its commit done, the paced guest's ACK is written before the
+		 * flooder's next read. */
+		put_hello(sc.in);
+		put_page(sc.in, 1);
+		ha_link_notify(sc.link, HA_LINK_READABLE);
+		ha_store_wait(sp);	/* the commit of PAGE 1 is done */
+		reads = fl.reads;
+		fw.ack = 1;
+		fw.reads_max = reads + 100000;
+		CHECK(iterate_until(flood_acked, &fw) && last_ack(sc.out) == 1 &&
+		      fl.reads == reads, "the paced guest's ACK 1 is written before the"
+		      " flooder reads again (%" PRIu64 " reads of it in between)",
+		      fl.reads - reads);
+
+		/* b. A frame held for the commit in flight (EPOCH 3 behind PAGE 2, its
+		 * guest sending nothing more) is applied and acknowledged while the
+		 * flooder goes on, not when it stops. */
+		put_page(sc.in, 2);
+		put_epoch(sc.in, 3, 0);
+		ha_link_notify(sc.link, HA_LINK_READABLE);
+		fw.ack = 3;
+		fw.reads_max = fl.reads + 200000;
+		CHECK(iterate_until(flood_acked, &fw) && last_ack(sc.out) == 3 && fl.link &&
+		      fl.ready, "the paced guest's held EPOCH 3 is acknowledged while the"
+		      " flooder floods (ACK %" PRIu64 ", %" PRIu64 " reads of the flooder)",
+		      last_ack(sc.out), fl.reads - reads);
+		ha_driver_free(dp, NULL);
+		ha_driver_free(df, NULL);
+		script_free(&sc);
+		g_byte_array_unref(fl.in);
+		ha_store_free(sp);
+		ha_store_free(sf);
 	}
 
 	g_unlink(db);
