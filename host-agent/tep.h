@@ -119,6 +119,11 @@ bool ha_tep_ready(const HaTep *t);
  */
 long ha_tep_walk_page(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
 		      void *user, GError **error);
+/* The same walk by libtraceevent's kbuffer (kbuffer_read_event() and
+ * kbuffer_next_event()) instead of the bounds check's own list of the page's events:
+ * the events must be the same (test-tep, fuzz-page). */
+long ha_tep_walk_page_kbuffer(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
+			      void *user, GError **error);
 
 /* Events the guest's ring buffer lost before the page last walked (RB_MISSED_EVENTS
  * with the count stored after the data): the count, -1 when lost but not counted,

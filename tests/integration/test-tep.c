@@ -102,6 +102,84 @@ static void test_page(HaTep *t)
 	g_clear_error(&e);
 }
 
+/* Each event of a walk, to compare the own walk with kbuffer's. */
+typedef struct {
+	GArray *a;		/* HaEvent, ips not kept */
+} Walk;
+
+static void keep(const HaEvent *ev, void *user)
+{
+	HaEvent c = *ev;
+
+	c.ips = NULL;
+	g_array_append_val(((Walk *)user)->a, c);
+}
+
+static bool same_walk(HaTep *t, const uint8_t *page, size_t len)
+{
+	Walk w0 = { g_array_new(FALSE, TRUE, sizeof(HaEvent)) };
+	Walk w1 = { g_array_new(FALSE, TRUE, sizeof(HaEvent)) };
+	long n0 = ha_tep_walk_page(t, page, len, keep, &w0, NULL), m0 = ha_tep_missed(t);
+	long n1 = ha_tep_walk_page_kbuffer(t, page, len, keep, &w1, NULL);
+	bool ok = n0 == n1 && w0.a->len == w1.a->len && (n0 < 0 || m0 == ha_tep_missed(t));
+
+	for (guint i = 0; ok && i < w0.a->len; i++) {
+		const HaEvent *a = &g_array_index(w0.a, HaEvent, i);
+		const HaEvent *b = &g_array_index(w1.a, HaEvent, i);
+
+		ok = a->ts == b->ts && a->data == b->data && a->size == b->size &&
+		     a->kind == b->kind && a->type == b->type && a->pid == b->pid &&
+		     a->nr_ips == b->nr_ips &&
+		     (a->kind != HA_EV_STACK_ID || a->stack_id == b->stack_id);
+	}
+	g_array_unref(w0.a);
+	g_array_unref(w1.a);
+	return ok;
+}
+
+/* The walk by the bounds check's event list gives kbuffer's events: pages of random
+ * events (type_len 0 and time extends among them), cut at every length, and with
+ * random bytes in their event headers. */
+static void test_walks_agree(HaTep *t)
+{
+	g_autoptr(GRand) r = g_rand_new_with_seed(7);
+	uint8_t buf[PS], data[600];
+	unsigned pages = 0, bad = 0, cuts = 0;
+
+	for (int round = 0; round < 200; round++) {
+		struct ringpage p;
+		uint64_t ts = 1000;
+		uint32_t len;
+
+		ringpage_init(&p, buf, PS);
+		ringpage_reset(&p, ts);
+		for (;;) {
+			uint32_t dl = 8 + 4 * (uint32_t)g_rand_int_range(r, 0, 140);
+			uint16_t types[] = { GF_ID_KMALLOC, GF_ID_STACK_ID, GF_ID_KERNEL_STACK, 9 };
+
+			for (uint32_t i = 0; i < dl; i++)
+				data[i] = (uint8_t)g_rand_int(r);
+			common(data, types[g_rand_int_range(r, 0, 4)], 0, 0, 42);
+			ts += g_rand_int_range(r, 0, 8) ? 100 : (1ull << 28);
+			if (!ringpage_add(&p, ts, data, dl))
+				break;
+		}
+		len = ringpage_finish(&p);
+		pages++;
+		bad += !same_walk(t, buf, len);
+		for (uint32_t cut = 0; cut < len; cut += 1 + (uint32_t)g_rand_int_range(r, 0, 200), cuts++)
+			bad += !same_walk(t, buf, cut);
+		for (int i = 0; i < 20; i++) {
+			uint32_t at = 16 + (uint32_t)g_rand_int_range(r, 0, (gint32)len - 16);
+
+			buf[at] = (uint8_t)g_rand_int(r);
+			bad += !same_walk(t, buf, len);
+		}
+	}
+	CHECK(!bad, "the own walk and kbuffer's agree (%u pages, %u cuts, altered; %u differ)",
+	      pages, cuts, bad);
+}
+
 static void test_hostile_pages(HaTep *t)
 {
 	uint8_t buf[64] = { 0 };
@@ -368,6 +446,7 @@ int main(void)
 	CHECK(ha_tep_ready(t), "parser ready");
 	test_page(t);
 	test_hostile_pages(t);
+	test_walks_agree(t);
 	test_pairing();
 	test_cut_formats();
 	test_format_budget();
