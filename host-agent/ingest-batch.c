@@ -7,6 +7,7 @@
 #include "ingest-int.h"
 
 #include <gio/gio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compact.h"
@@ -491,6 +492,13 @@ static bool write_cpu(HaConn *c, IngestBatch *batch, uint32_t cpu, CpuBatch *b,
 	return true;
 }
 
+static int count_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const HaStoreCount *)a)->key, y = ((const HaStoreCount *)b)->key;
+
+	return (x > y) - (x < y);
+}
+
 bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
 			bool *ret_small, GError **error)
 {
@@ -519,6 +527,18 @@ bool ingest_batch_write(HaConn *c, IngestBatch *b, int64_t *ret_first_chunk,
 			return false;
 		if (rows.counts + m->hist_used->len + 1 <= c->lim.max_counts)
 			max_counts = UINT64_MAX;
+	}
+	if (max_counts == UINT64_MAX) {
+		/* no key can be refused: many rows per statement, in key order */
+		g_autofree HaStoreCount *rows = g_new(HaStoreCount, m->hist_used->len);
+
+		for (guint i = 0; i < m->hist_used->len; i++) {
+			const HistSlot *e = &m->hist[g_array_index(m->hist_used, uint32_t, i)];
+
+			rows[i] = (HaStoreCount){ e->key, e->count, e->ts_min, e->ts_max };
+		}
+		qsort(rows, m->hist_used->len, sizeof(*rows), count_cmp);
+		return ha_store_add_counts(c->store, c->boot, rows, m->hist_used->len, error);
 	}
 	for (guint i = 0; i < m->hist_used->len; i++) {
 		const HistSlot *e = &m->hist[g_array_index(m->hist_used, uint32_t, i)];

@@ -465,6 +465,11 @@ bool ha_store_fullstack_id(HaStore *s, int64_t boot, const uint64_t *ips, uint32
 	return true;
 }
 
+#define COUNTS_UPSERT	" ON CONFLICT(boot, key) DO UPDATE SET"			\
+			" count = count + excluded.count,"			\
+			" ts_min = MIN(ts_min, excluded.ts_min),"		\
+			" ts_max = MAX(ts_max, excluded.ts_max)"
+
 bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 			uint64_t ts_min, uint64_t ts_max, uint64_t max_rows, bool *ret_refused,
 			GError **error)
@@ -474,11 +479,7 @@ bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 	if (max_rows == UINT64_MAX) {
 		/* the caller knows every new key fits (store-ingest.h): no guard */
 		st = STMT(s, "INSERT INTO stack_counts(boot, key, count, ts_min, ts_max)"
-			  " VALUES(?1, ?2, ?3, ?4, ?5)"
-			  " ON CONFLICT(boot, key) DO UPDATE SET"
-			  " count = count + excluded.count,"
-			  " ts_min = MIN(ts_min, excluded.ts_min),"
-			  " ts_max = MAX(ts_max, excluded.ts_max)", error);
+			  " VALUES(?1, ?2, ?3, ?4, ?5)" COUNTS_UPSERT, error);
 	} else {
 		/* a new key only below the boot's limit (boot_rows, kept by a trigger),
 		 * but keys 0 (no stack) and HA_HIST_KEY_REFUSED always; the existing
@@ -505,6 +506,57 @@ bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 	if (!step_done(s, st, error, "count stacks"))
 		return false;
 	*ret_refused = sqlite3_changes(ha_store_db(s)) == 0;
+	return true;
+}
+
+/* The text of the statement of HA_STORE_COUNTS_PER_STMT rows, made once: the store's
+ * statement cache keeps it by its text. */
+static const char *counts_sql(void)
+{
+	static gsize once;
+	static char *sql;
+
+	if (g_once_init_enter(&once)) {
+		GString *q = g_string_new("INSERT INTO stack_counts(boot, key, count, ts_min,"
+					  " ts_max) VALUES");
+
+		for (int i = 0; i < HA_STORE_COUNTS_PER_STMT; i++)
+			g_string_append_printf(q, "%s(?1, ?%d, ?%d, ?%d, ?%d)", i ? "," : "",
+					       2 + 4 * i, 3 + 4 * i, 4 + 4 * i, 5 + 4 * i);
+		g_string_append(q, COUNTS_UPSERT);
+		sql = g_string_free(q, FALSE);
+		g_once_init_leave(&once, 1);
+	}
+	return sql;
+}
+
+bool ha_store_add_counts(HaStore *s, int64_t boot, const HaStoreCount *rows, size_t n,
+			 GError **error)
+{
+	size_t i = 0;
+
+	for (; n - i >= HA_STORE_COUNTS_PER_STMT; i += HA_STORE_COUNTS_PER_STMT) {
+		sqlite3_stmt *st = STMT(s, counts_sql(), error);
+
+		sqlite3_bind_int64(st, 1, boot);
+		for (int j = 0; j < HA_STORE_COUNTS_PER_STMT; j++) {
+			const HaStoreCount *r = &rows[i + (size_t)j];
+
+			sqlite3_bind_int64(st, 2 + 4 * j, (int64_t)r->key);
+			sqlite3_bind_int64(st, 3 + 4 * j, (int64_t)r->count);
+			sqlite3_bind_int64(st, 4 + 4 * j, (int64_t)r->ts_min);
+			sqlite3_bind_int64(st, 5 + 4 * j, (int64_t)r->ts_max);
+		}
+		if (!step_done(s, st, error, "count stacks"))
+			return false;
+	}
+	for (; i < n; i++) {
+		bool refused;
+
+		if (!ha_store_add_count(s, boot, rows[i].key, rows[i].count, rows[i].ts_min,
+					rows[i].ts_max, UINT64_MAX, &refused, error))
+			return false;
+	}
 	return true;
 }
 

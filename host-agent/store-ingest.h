@@ -152,6 +152,21 @@ bool ha_store_add_count(HaStore *s, int64_t boot, uint64_t key, uint64_t count,
 			uint64_t ts_min, uint64_t ts_max, uint64_t max_rows, bool *ret_refused,
 			GError **error);
 
+/* One stack key's count of a batch (ha_store_add_counts()). */
+typedef struct {
+	uint64_t key;
+	uint64_t count;
+	uint64_t ts_min;
+	uint64_t ts_max;
+} HaStoreCount;
+
+/* ha_store_add_count() of each of @n rows with no limit (@max_rows UINT64_MAX there),
+ * HA_STORE_COUNTS_PER_STMT rows per statement: a caller that knows every new key
+ * fits. Rows in key order are faster (their b-tree pages in turn). */
+#define HA_STORE_COUNTS_PER_STMT 64
+bool ha_store_add_counts(HaStore *s, int64_t boot, const HaStoreCount *rows, size_t n,
+			 GError **error);
+
 /* One CPU's chunk of a batch. */
 typedef struct {
 	uint32_t cpu;

@@ -110,6 +110,43 @@ static bool rows_match(HaStore *s, int64_t boot, const char *what)
 	" ALTER TABLE postmortems DROP COLUMN frames_dup;" \
 	" ALTER TABLE postmortems DROP COLUMN events_stored;"
 
+/* ha_store_add_counts(): two statements of HA_STORE_COUNTS_PER_STMT rows and the rest
+ * one by one, twice (keys 0..n-1 once, then n/2..n/2+n-1): each count summed, each
+ * time range widened, as ha_store_add_count() does. */
+static void test_add_counts(const char *dir)
+{
+	g_autofree char *path = g_build_filename(dir, "counts.db", NULL);
+	g_autoptr(GError) e = NULL;
+	HaStore *s = ha_store_open(path, false, &e);
+	HaStoreCount rows[2 * HA_STORE_COUNTS_PER_STMT + 7];
+	const size_t n = G_N_ELEMENTS(rows);
+	int64_t boot = 0;
+	bool ok = s != NULL;
+
+	ok = ok && ha_store_begin(s, &e) &&
+	     ha_store_exec(s, "INSERT INTO boots(boot_uuid) VALUES(x'0c')", &e);
+	if (ok)
+		boot = sqlite3_last_insert_rowid(ha_store_db(s));
+	for (uint64_t round = 0; ok && round < 2; round++) {
+		for (size_t i = 0; i < n; i++)
+			rows[i] = (HaStoreCount){ i + round * (n / 2), 1 + round, 100 - round,
+						  200 + round };
+		ok = ha_store_add_counts(s, boot, rows, n, &e);
+	}
+	ok = ok && ha_store_commit(s, &e);
+	CHECK(ok && count_of(s, "SELECT COUNT(*) FROM stack_counts WHERE boot = ?", boot) ==
+		    (int64_t)(n + n / 2) &&
+	      count_of(s, "SELECT SUM(count) FROM stack_counts WHERE boot = ?", boot) ==
+		    (int64_t)(3 * n) &&
+	      count_of(s, "SELECT COUNT(*) FROM stack_counts WHERE boot = ? AND count = 3"
+		       " AND ts_min = 99 AND ts_max = 201", boot) == (int64_t)(n - n / 2) &&
+	      count_of(s, "SELECT COUNT(*) FROM stack_counts WHERE boot = ? AND count = 1"
+		       " AND ts_min = 100 AND ts_max = 200", boot) == (int64_t)(n / 2),
+	      "counts of %zu rows added twice, half of them the same keys (%s)", n,
+	      e ? e->message : "ok");
+	ha_store_free(s);
+}
+
 static void test_boot_rows(const char *dir)
 {
 	g_autofree char *path = g_build_filename(dir, "rows.db", NULL);
@@ -372,6 +409,7 @@ int main(void)
 
 	test_chunkz();
 	test_boot_rows(dir);
+	test_add_counts(dir);
 	test_typed_reads(dir);
 
 	g_unlink(path);
