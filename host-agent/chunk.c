@@ -196,9 +196,15 @@ static void col_flush(ColClass *k)
 	uint8_t *dst = k->dst + k->done;
 	size_t col = 0;
 
-	if (k->npend == 8) {
+	if (k->npend == 8 && k->len >= 8) {
 		for (; col + 8 <= k->len; col += 8)
 			transpose8(k->pend, col, dst + col * k->rows, k->rows);
+		/* the last 4 bytes with the 4 before them again (the same values) */
+		if (col < k->len) {
+			col = k->len - 8;
+			transpose8(k->pend, col, dst + col * k->rows, k->rows);
+			col = k->len;
+		}
 	}
 	for (; col < k->len; col++)
 		for (uint32_t i = 0; i < k->npend; i++)
