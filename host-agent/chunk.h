@@ -12,8 +12,9 @@
  *   - "SMC1" and a zstd frame of the pages in columns (chunk.c): each page's ring-buffer
  *     events split into their header words and, per body length, their bodies' bytes
  *     side by side (byte 0 of every body, then byte 1, ...), so that zstd sees each
- *     field of an event type as one run. About 14 % smaller and 1.3-1.4x faster to compress
- *     than the packed pages at the same level (README.md, issue 14 seventh round).
+ *     field of an event type as one run. About 14 % smaller and 1.3-1.4x faster to
+ *     compress than the packed pages at the same level (README.md, issue 14 seventh
+ *     round).
  * Both inflate to the same packed pages; every reader goes through
  * ha_chunk_decompress(), which checks every length of the column format against the
  * bytes it has (a stored chunk is treated as untrusted).
