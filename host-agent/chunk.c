@@ -58,9 +58,9 @@ GBytes *ha_chunk_compress_raw(const GByteArray *packed, int level, GError **erro
 #define COL_EXTRA	0xfeu	/* an event's class: none, one extra word (30, 31) */
 
 typedef struct {
-	const uint8_t *p;	/* the event's header word */
+	uint32_t off;		/* the event's header word, in the batch's buffer */
 	uint8_t cls;		/* its class, or COL_EXTRA */
-} ColEv;
+} ColEv;			/* 8 bytes: at most one per 8 bytes of pages */
 
 typedef struct {
 	uint32_t nev;		/* events taken */
@@ -246,7 +246,7 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 			if (tl == 30 || tl == 31) {
 				if (len - pos < 8)
 					break;
-				z->ev[nev++] = (ColEv){ p + pos, COL_EXTRA };
+				z->ev[nev++] = (ColEv){ spans[i].off + (uint32_t)pos, COL_EXTRA };
 				nx++;
 				taken++;
 				pos += 8;
@@ -270,7 +270,7 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 				if (tl)
 					by_tl[tl] = (int8_t)cls;
 			}
-			z->ev[nev++] = (ColEv){ p + pos, (uint8_t)cls };
+			z->ev[nev++] = (ColEv){ spans[i].off + (uint32_t)pos, (uint8_t)cls };
 			z->cls[cls].rows++;
 			if (!tl)
 				nx++;
@@ -319,7 +319,7 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 	tp = o + off;
 	/* pass 2: every event's bytes to their streams */
 	for (uint32_t e = 0; e < nev; e++) {
-		const uint8_t *p = z->ev[e].p;
+		const uint8_t *p = base + z->ev[e].off;
 		uint8_t cls = z->ev[e].cls;
 		ColClass *k;
 
