@@ -1115,16 +1115,24 @@ static void fill_event(HaTep *t, HaEvent *ev, void *d, uint32_t size)
 	}
 }
 
+/* The page checked (load_page()) and its header read by kbuffer: the lost events. */
+static bool load_subbuffer(HaTep *t, const uint8_t *data, size_t len, GError **error)
+{
+	if (!load_page(t, data, len, error))
+		return false;
+	if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "kbuffer refused page");
+		return false;
+	}
+	t->missed = kbuffer_missed_events(t->kbuf);
+	return true;
+}
+
 long ha_tep_walk_page(HaTep *t, const uint8_t *data, size_t len, HaEventFn fn,
 		      void *user, GError **error)
 {
-	if (!load_page(t, data, len, error))
+	if (!load_subbuffer(t, data, len, error))
 		return -1;
-	if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "kbuffer refused page");
-		return -1;
-	}
-	t->missed = kbuffer_missed_events(t->kbuf);
 	for (uint32_t i = 0; i < t->nr_evs; i++) {
 		HaEvent ev = { .ts = t->evs[i].ts };
 
@@ -1142,13 +1150,8 @@ long ha_tep_walk_page_kbuffer(HaTep *t, const uint8_t *data, size_t len, HaEvent
 	long n = 0;
 	void *d;
 
-	if (!load_page(t, data, len, error))
+	if (!load_subbuffer(t, data, len, error))
 		return -1;
-	if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0) {
-		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "kbuffer refused page");
-		return -1;
-	}
-	t->missed = kbuffer_missed_events(t->kbuf);
 	for (d = kbuffer_read_event(t->kbuf, &ts); d; d = kbuffer_next_event(t->kbuf, &ts)) {
 		HaEvent ev = { .ts = ts };
 		int sz = kbuffer_event_size(t->kbuf);

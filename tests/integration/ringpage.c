@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* ringpage.c - see ringpage.h. */
 #include "ringpage.h"
+#include "guest-formats.h"
 
 #include <string.h>
 
@@ -72,4 +73,17 @@ uint32_t ringpage_finish(struct ringpage *p)
 	put64(p->buf, p->page_ts);
 	put64(p->buf + 8, p->used);
 	return HDR + p->used;
+}
+
+uint32_t ringpage_one_kmalloc(uint8_t *buf, uint32_t page_size, uint64_t ts)
+{
+	uint8_t km[52] = { 0 };
+	uint16_t type = GF_ID_KMALLOC;
+	struct ringpage rp;
+
+	memcpy(km, &type, 2);
+	ringpage_init(&rp, buf, page_size);
+	ringpage_reset(&rp, ts);
+	ringpage_add(&rp, ts, km, sizeof(km));
+	return ringpage_finish(&rp);
 }

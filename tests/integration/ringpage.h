@@ -31,5 +31,8 @@ void ringpage_reset(struct ringpage *p, uint64_t ts);
 bool ringpage_add(struct ringpage *p, uint64_t ts, const void *data, uint32_t len);
 /* Seal the commit field; returns the bytes to send (header + committed). */
 uint32_t ringpage_finish(struct ringpage *p);
+/* A page of one kmalloc event (guest-formats.h's id, every field 0) at @ts into @buf;
+ * returns the bytes to send. */
+uint32_t ringpage_one_kmalloc(uint8_t *buf, uint32_t page_size, uint64_t ts);
 
 #endif

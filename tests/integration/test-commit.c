@@ -78,17 +78,11 @@ static bool send_epoch(HaConn *c, uint64_t seq, uint64_t epoch, GError **error)
 /* A PAGE of cpu 0 with one kmalloc event (stored unparsed: no formats were sent). */
 static bool send_page(HaConn *c, uint64_t seq, GError **error)
 {
-	uint8_t page[4096], km[52] = { 0 }, p[8 + sizeof(page)];
-	uint16_t type = GF_ID_KMALLOC;
-	struct ringpage rp;
+	uint8_t page[4096], p[8 + sizeof(page)];
 	struct smp_page m = { .cpu = 0, .data = page };
 	long n;
 
-	memcpy(km, &type, 2);
-	ringpage_init(&rp, page, sizeof(page));
-	ringpage_reset(&rp, 1000 * seq);
-	ringpage_add(&rp, 1000 * seq, km, sizeof(km));
-	m.data_len = ringpage_finish(&rp);
+	m.data_len = ringpage_one_kmalloc(page, sizeof(page), 1000 * seq);
 	n = smp_page_encode(&m, p, sizeof(p));
 	return n > 0 && conn_send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
 }

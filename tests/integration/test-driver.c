@@ -264,17 +264,11 @@ static void put_epoch(GByteArray *to, uint64_t seq, uint64_t epoch)
 /* A PAGE of cpu 0 with one kmalloc event (stored unparsed: no formats were sent). */
 static void put_page(GByteArray *to, uint64_t seq)
 {
-	uint8_t page[4096], km[52] = { 0 }, p[8 + sizeof(page)];
-	uint16_t type = GF_ID_KMALLOC;
-	struct ringpage rp;
+	uint8_t page[4096], p[8 + sizeof(page)];
 	struct smp_page m = { .cpu = 0, .data = page };
 	long n;
 
-	memcpy(km, &type, 2);
-	ringpage_init(&rp, page, sizeof(page));
-	ringpage_reset(&rp, 1000 * seq);
-	ringpage_add(&rp, 1000 * seq, km, sizeof(km));
-	m.data_len = ringpage_finish(&rp);
+	m.data_len = ringpage_one_kmalloc(page, sizeof(page), 1000 * seq);
 	n = smp_page_encode(&m, p, sizeof(p));
 	g_assert(n > 0);
 	put_frame(to, SMP_PAGE, seq, p, (size_t)n);
