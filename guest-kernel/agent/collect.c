@@ -193,8 +193,7 @@ unsigned agent_collect(struct agent *a)
 				break;
 			}
 			pages++;
-			/* the page header starts with its first event's time stamp */
-			memcpy(&ts, page, sizeof(ts));
+			ts = page_first_ts(&a->pl, page, a->rings->page_size);
 			if (f)
 				r = stream_page_reserved(a->win, &a->pl, c->cpu, f,
 							 a->rings->page_size, &missed);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * latency.h - how long an event takes from being committed in the guest to being
- * durable on the host, measured where both ends are visible: a PAGE frame's header
- * carries the trace-clock time of its first (oldest) event, and the host's ACK of the
+ * durable on the host, measured where both ends are visible: a PAGE frame's page
+ * carries the trace-clock time of its first (oldest) event (page_first_ts(), stream.h:
+ * the header's time stamp is not always it), and the host's ACK of the
  * frame means it is committed to disk. With a trace clock user space can read too
  * (mono, mono_raw, boot, tai) the agent takes the difference when the ACK arrives:
  * commit -> on the wire -> stored -> ACK back, for the oldest event of each page, so

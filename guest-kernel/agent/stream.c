@@ -58,6 +58,65 @@ int page_wire_len(const struct page_layout *pl, const uint8_t *page, size_t len,
 	return 0;
 }
 
+/* kernel/trace/ring_buffer.c's event types and time stamp shift (6.1) */
+#define RB_TYPE_LEN_MAX		28
+#define RB_TYPE_PADDING		29
+#define RB_TYPE_TIME_EXTEND	30
+#define RB_TYPE_TIME_STAMP	31
+#define RB_TS_SHIFT		27
+
+uint64_t page_first_ts(const struct page_layout *pl, const uint8_t *page, size_t len)
+{
+	uint64_t ts;
+	size_t wire, off, n;
+
+	if (len < pl->data_off || pl->commit_off < 8)
+		return 0;
+	memcpy(&ts, page, 8);
+	if (page_wire_len(pl, page, len, &wire, NULL) < 0)
+		return ts;	/* commit out of range: the page is not sent either */
+	off = pl->data_off;
+	n = off + ((uint32_t)load_native(page + pl->commit_off, pl->commit_size) &
+		   ~RB_MISSED_FLAGS);
+	while (off + 4 <= n) {
+		uint32_t w, type_len, delta, arg = 0;
+
+		memcpy(&w, page + off, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		type_len = w >> 27;
+		delta = w & 0x7ffffffu;
+#else
+		type_len = w & 0x1f;
+		delta = w >> 5;
+#endif
+		if (type_len <= RB_TYPE_LEN_MAX && type_len)
+			return ts + delta;
+		if (off + 8 > n)
+			break;
+		memcpy(&arg, page + off + 4, 4);
+		switch (type_len) {
+		case 0:
+			return ts + delta;
+		case RB_TYPE_TIME_EXTEND:
+			ts += ((uint64_t)arg << RB_TS_SHIFT) + delta;
+			off += 8;
+			break;
+		case RB_TYPE_TIME_STAMP:
+			/* 59 bits of absolute time; the rest as rb_fix_abs_ts() takes it */
+			ts = (((uint64_t)arg << RB_TS_SHIFT) | delta) |
+			     (ts & ~((UINT64_C(1) << 59) - 1));
+			off += 8;
+			break;
+		default:	/* padding: a discarded event (the kernel's reader adds no time) */
+			if (!delta || arg > n - off - 4)
+				return ts;	/* the rest of the page */
+			off += 4 + (size_t)arg;
+			break;
+		}
+	}
+	return ts;
+}
+
 /* The bytes of @page that go on the wire (0: none), as page_wire_len() and at least
  * the minimum a PAGE carries. */
 static int page_send_len(const struct page_layout *pl, const uint8_t *page, size_t len,

@@ -43,6 +43,18 @@ void page_layout_default(struct page_layout *ret, uint32_t page_size);
 int page_wire_len(const struct page_layout *pl, const uint8_t *page, size_t len,
 		  size_t *ret_len, int *ret_missed);
 
+/*
+ * The trace-clock time of the first data event of the raw page @page (@len bytes
+ * read): the header's time stamp plus the time extends ahead of that event, or the
+ * absolute time stamp ahead of it. The header alone is not that time on a page read in
+ * parts: 6.1's ring_buffer_read_page() copying from the page the writer is on puts the
+ * reader's stamp in the copy's header (the time of the last event read before), and
+ * when the writer was quiet in between, its next event follows a TIME_EXTEND of the
+ * gap. A page without a data event gives the time after what it holds; a header
+ * shorter than @pl's gives 0.
+ */
+uint64_t page_first_ts(const struct page_layout *pl, const uint8_t *page, size_t len);
+
 /* Append a PAGE frame for @page. Returns 1 when a frame was added, 0 when the page
  * was empty, -errno. */
 int stream_page(struct win *w, const struct page_layout *pl, uint32_t cpu,

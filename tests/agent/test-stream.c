@@ -462,8 +462,69 @@ static void test_page_in_place(void)
 	free(c.page);
 }
 
+/* An event header word (little-endian x86_64 layout: type_len:5, time_delta:27). */
+static void put_ev(uint8_t *p, uint32_t type_len, uint32_t delta, uint32_t arg)
+{
+	uint32_t w = type_len | delta << 5;
+
+	memcpy(p, &w, 4);
+	memcpy(p + 4, &arg, 4);
+}
+
+static void first_page(uint8_t *page, uint64_t ts, uint64_t commit)
+{
+	memset(page, 0, 4096);
+	memcpy(page, &ts, 8);
+	memcpy(page + 8, &commit, 8);
+}
+
+/* The time of a page's first data event, as the agent's latency takes it. */
+static void test_first_ts(void)
+{
+	struct page_layout pl;
+	uint8_t page[4096];
+
+	page_layout_default(&pl, 4096);
+	/* a whole page: its first event has delta 0 */
+	first_page(page, 1000, 16);
+	put_ev(page + 16, 3, 0, 0);
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 1000, "first event at the header's time");
+	/* a delta on the first event counts */
+	put_ev(page + 16, 3, 7, 0);
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 1007, "its delta added");
+	/* a part of a page read after the writer was quiet for 3 s: TIME_EXTEND first */
+	first_page(page, 1000, 8 + 16);
+	put_ev(page + 16, 30, 3000000000u & 0x7ffffff, 3000000000u >> 27);
+	put_ev(page + 24, 3, 5, 0);
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 1000 + 3000000000ll + 5,
+	       "the time extend ahead of the first event added");
+	/* an absolute time stamp ahead of it */
+	first_page(page, 1000, 8 + 16);
+	put_ev(page + 16, 31, 5000000000ull & 0x7ffffff, (uint32_t)(5000000000ull >> 27));
+	put_ev(page + 24, 3, 2, 0);
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 5000000002ll,
+	       "an absolute time stamp replaces the running time");
+	/* a discarded event (padding with a delta) is skipped, its delta not counted */
+	first_page(page, 1000, 12 + 16);
+	put_ev(page + 16, 29, 1, 8);
+	put_ev(page + 28, 2, 4, 0);
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 1004, "padding skipped");
+	/* no data event: the time after what the page holds; lengths never read past it */
+	first_page(page, 1000, 8);
+	put_ev(page + 16, 30, 10, 0);
+	put_ev(page + 24, 3, 99, 0);	/* beyond the commit: not read */
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 1010, "no data event");
+	first_page(page, 1000, 8);
+	put_ev(page + 16, 29, 1, 0xffffff00u);
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 1000, "a padding length past the commit");
+	first_page(page, 1000, 5000);
+	is_int((long long)page_first_ts(&pl, page, sizeof(page)), 1000, "a commit out of range: the header's");
+	is_int((long long)page_first_ts(&pl, page, 8), 0, "a page shorter than its header");
+}
+
 int main(void)
 {
+	test_first_ts();
 	test_page_in_place();
 	test_pages();
 	test_delta();
