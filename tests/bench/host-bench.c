@@ -17,7 +17,10 @@
  *     `host-agent --socket-dir`: aggregate and per-guest rates, the daemon's CPU, and
  *     every stream's ACK latency (a frame's last byte written to the ACK covering it).
  *     With --slow-sync, the same again with vm0's store on a slow disk (its fsyncs
- *     --slow-ms longer): vm0's ACK latency, and the others' figures without it.
+ *     --slow-ms longer): vm0's ACK latency, and the others' figures without it. Then
+ *     vm0 as a steady guest (--rate-mb) beside the others' flood, until it ends: its
+ *     ACK latency against the same guest's alone (3.), one hostile or greedy
+ *     neighbourhood against a guest at the e2e rate.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -422,22 +425,42 @@ typedef struct {
 	double t_done;
 	double p50, p99, max;
 	uint64_t acked;
+	uint64_t last;		/* the last seq it wrote (a paced guest stops early) */
+	uint64_t frames;	/* frames whose ACK latency it took */
+	int done;		/* a flooder: its stream is acknowledged */
 } GuestResult;
+
+/* The end of the whole frames of @buf (@len bytes) from @end that start before @upto. */
+static size_t frames_upto(const uint8_t *buf, size_t len, size_t end, size_t upto)
+{
+	while (end + SMP_HDR_SIZE <= len && end < upto) {
+		uint32_t plen;
+
+		memcpy(&plen, buf + end + 8, 4);
+		if (end + SMP_HDR_SIZE + plen > len)
+			break;
+		end += SMP_HDR_SIZE + plen;
+	}
+	return end;
+}
 
 /*
  * A guest serving @path like QEMU: accept the host's connection, write the stream as
  * fast as the host reads it, and time each frame's last byte written to the ACK that
- * covers it.
+ * covers it. With @rate (bytes per second), a paced guest beside flooders: each frame
+ * written when it is due, until every guest in @others (@nothers of them) is done; its
+ * stream then ends at the last frame written.
  */
 static void guest_serve(const char *path, const uint8_t *buf, size_t len,
-			uint64_t last_seq, GuestResult *res)
+			uint64_t last_seq, GuestResult *res, double rate,
+			const GuestResult *others, gint64 nothers)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int lfd = socket(AF_UNIX, SOCK_STREAM, 0), fd;
 	struct smp_decoder *dec = smp_decoder_new(64);
 	g_autoptr(GArray) sent = g_array_new(FALSE, FALSE, sizeof(Sent));
 	g_autoptr(GArray) lat = g_array_new(FALSE, FALSE, sizeof(double));
-	size_t off = 0, fpos = 0, head = 0;
+	size_t off = 0, fpos = 0, head = 0, lim = len;
 	uint64_t acked = 0;
 
 	g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
@@ -449,18 +472,47 @@ static void guest_serve(const char *path, const uint8_t *buf, size_t len,
 	close(lfd);
 	res->t_accept = now();
 	fcntl(fd, F_SETFL, O_NONBLOCK);
+	if (rate > 0)
+		lim = 0;
 	while (acked < last_seq && fd >= 0) {
-		struct pollfd p = { .fd = fd, .events = POLLIN | (off < len ? POLLOUT : 0) };
+		struct pollfd p = { .fd = fd };
 		struct smp_frame f;
 		uint8_t *space;
 		size_t room;
 		ssize_t n;
+		int timeout = -1;
 		double t;
 
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+		if (rate > 0 && lim < len) {
+			gint64 busy = 0;
+
+			for (gint64 i = 0; i < nothers; i++)
+				busy += !__atomic_load_n(&others[i].done, __ATOMIC_ACQUIRE);
+			if (!busy) {
+				/* the flood is over: this stream ends at what was written */
+				len = lim;
+				last_seq = 0;
+				for (size_t e = 0; e < len;) {
+					uint32_t plen;
+
+					memcpy(&plen, buf + e + 8, 4);
+					memcpy(&last_seq, buf + e + 16, 8);
+					e += SMP_HDR_SIZE + plen;
+				}
+				if (acked >= last_seq)
+					break;
+			} else {
+				lim = frames_upto(buf, len, lim,
+						  (size_t)((now() - res->t_accept) * rate) + 1);
+				timeout = 1 + (int)MAX(0, (res->t_accept + (double)lim / rate -
+							   now()) * 1e3);
+			}
+		}
+		p.events = POLLIN | (off < lim ? POLLOUT : 0);
+		if (poll(&p, 1, timeout) < 0 && errno != EINTR)
 			break;
-		if ((p.revents & POLLOUT) && off < len) {
-			n = write(fd, buf + off, MIN(len - off, (size_t)(256 << 10)));
+		if ((p.revents & POLLOUT) && off < lim) {
+			n = write(fd, buf + off, MIN(lim - off, (size_t)(256 << 10)));
 			if (n > 0)
 				off += (size_t)n;
 			/* the frames whose last byte has now left */
@@ -496,6 +548,9 @@ static void guest_serve(const char *path, const uint8_t *buf, size_t len,
 	}
 	res->t_done = now();
 	res->acked = acked;
+	res->last = last_seq;
+	res->frames = lat->len;
+	__atomic_store_n(&res->done, 1, __ATOMIC_RELEASE);
 	res->p50 = pct(lat, 0.5);
 	res->p99 = pct(lat, 0.99);
 	res->max = pct(lat, 1.0);
@@ -503,13 +558,21 @@ static void guest_serve(const char *path, const uint8_t *buf, size_t len,
 	smp_decoder_free(dec);
 }
 
-/* --guests guests at once into one `host-agent --socket-dir`; with @slow, vm0's store
- * is on a slow disk (--slow-sync: each of its fsyncs --slow-ms longer). */
-static void run_guests(const char *state, bool slow)
+/* What vm0 is in a many-guests run; the others write as fast as the host reads. */
+enum vm0_kind {
+	VM0_FLOODS,		/* as the others */
+	VM0_SLOW_DISK,		/* its store on a slow disk (--slow-sync) */
+	VM0_PACED,		/* a steady guest (--rate-mb) beside the flood */
+};
+
+/* --guests guests at once into one `host-agent --socket-dir`, vm0 as @vm0 says. */
+static void run_guests(const char *state, enum vm0_kind vm0)
 {
+	bool slow = vm0 == VM0_SLOW_DISK, paced = vm0 == VM0_PACED;
+	const char *tag = slow ? "-slow" : paced ? "-paced" : "";
 	g_autofree char *stream = g_strdup_printf("%s/stream-guest.bin", dir);
-	g_autofree char *vms = g_strdup_printf("%s/vms%s", dir, slow ? "-slow" : "");
-	g_autofree char *st = g_strdup_printf("%s/guests%s", state, slow ? "-slow" : "");
+	g_autofree char *vms = g_strdup_printf("%s/vms%s", dir, tag);
+	g_autofree char *st = g_strdup_printf("%s/guests%s", state, tag);
 	g_autofree char *ev = g_strdup_printf("%" G_GINT64_FORMAT, guest_events);
 	char *gargv[] = { sg_path, "--dump", stream, "--events", ev, "--cpus", "2",
 			  "--stacks", "1000", "--epochs", "4", "-q", NULL };
@@ -535,7 +598,12 @@ static void run_guests(const char *state, bool slow)
 		if (fork() == 0) {
 			g_autofree char *path = g_strdup_printf("%s/vm%d.sock", vms, (int)i);
 
-			guest_serve(path, (const uint8_t *)data, len, last_seq, &res[i]);
+			if (paced && i == 0)
+				guest_serve(path, (const uint8_t *)data, len, last_seq, &res[i],
+					    rate_mb * 1e6, res + 1, nguests - 1);
+			else
+				guest_serve(path, (const uint8_t *)data, len, last_seq, &res[i],
+					    0, NULL, 0);
 			_exit(0);
 		}
 	}
@@ -582,6 +650,9 @@ static void run_guests(const char *state, bool slow)
 		printf("  vm0's store on a slow disk: each of its fsyncs but the first 12 (the"
 		       " store's opening and HELLO) %" G_GINT64_FORMAT " ms longer (%s)\n",
 		       slow_ms, slow_sync);
+	if (paced)
+		printf("  vm0 a steady guest at %.1f MB/s (as --rate-mb alone above), the others"
+		       " flooding, until the flood ends\n", rate_mb);
 	for (gint64 i = 0; i < nguests; i++) {
 		double w = res[i].t_done - res[i].t_accept;
 
@@ -592,6 +663,18 @@ static void run_guests(const char *state, bool slow)
 			if (res[i].acked < last_seq) {
 				g_printerr("host-bench: vm0: only %" PRIu64 " of %" PRIu64
 					   " acked\n", res[i].acked, last_seq);
+				exit(1);
+			}
+			continue;	/* the others' figures below are without it */
+		}
+		if (paced && i == 0) {
+			printf("  vm0 (steady, beside the flood): %6.2f s, %" PRIu64 " frames;"
+			       " ACK latency p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", w,
+			       res[i].frames, res[i].p50 * 1e3, res[i].p99 * 1e3,
+			       res[i].max * 1e3);
+			if (res[i].acked < res[i].last) {
+				g_printerr("host-bench: vm0: only %" PRIu64 " of %" PRIu64
+					   " acked\n", res[i].acked, res[i].last);
 				exit(1);
 			}
 			continue;	/* the others' figures below are without it */
@@ -611,10 +694,11 @@ static void run_guests(const char *state, bool slow)
 		       (double)len / 1e6 / w, res[i].p50 * 1e3, res[i].p99 * 1e3,
 		       res[i].max * 1e3);
 	}
-	n = slow ? nguests - 1 : nguests;
+	n = slow || paced ? nguests - 1 : nguests;
 	printf("  => %saggregate %.0f events/s, %.1f MB/s over %.2f s; slowest guest %.0f"
 	       " events/s; worst stream's ACK latency p99 %.1f ms; daemon CPU %.2f s"
-	       " (%.2f cores), %.0f events per CPU-second\n", slow ? "the others: " : "",
+	       " (%.2f cores), %.0f events per CPU-second\n",
+	       slow || paced ? "the others: " : "",
 	       (double)(n * guest_events) / (last - first),
 	       (double)len * (double)n / 1e6 / (last - first), last - first, slowest,
 	       worst * 1e3, cpu1 - cpu0, (cpu1 - cpu0) / (last - first),
@@ -806,9 +890,11 @@ int main(int argc, char **argv)
 	if (paced_events > 0)
 		run_paced(state);
 	if (nguests > 0 && guest_events > 0 && (!only || !strcmp(only, "guests")))
-		run_guests(state, false);
+		run_guests(state, VM0_FLOODS);
 	if (slow_sync && nguests > 1 && guest_events > 0 && (!only || !strcmp(only, "guests")))
-		run_guests(state, true);
+		run_guests(state, VM0_SLOW_DISK);
+	if (nguests > 1 && guest_events > 0 && (!only || !strcmp(only, "guests")))
+		run_guests(state, VM0_PACED);
 	if (top_events > 0) {
 		g_autofree char *tsock = g_build_filename(dir, "sock-top", NULL);
 		g_autofree char *tev = g_strdup_printf("%" G_GINT64_FORMAT, top_events);
