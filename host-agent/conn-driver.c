@@ -165,13 +165,13 @@ static void read_more_later(HaDriver *d)
 
 enum step { STEP_MORE, STEP_DRY, STEP_PAUSED, STEP_ENDED };
 
-/* Read and apply up to READS_PER_WAKE reads (conn-driver.h). */
+/* Read and apply up to READS_PER_WAKE reads, BYTES_PER_WAKE bytes (conn-driver.h). */
 static enum step read_input(HaDriver *d)
 {
 	g_autoptr(GError) e = NULL;
 
-	switch (ha_conn_read(d->conn, HA_DRIVER_READS_PER_WAKE, ha_link_read_fn, d->link,
-			     &e)) {
+	switch (ha_conn_read(d->conn, HA_DRIVER_READS_PER_WAKE, HA_DRIVER_BYTES_PER_WAKE,
+			     ha_link_read_fn, d->link, &e)) {
 	case HA_READ_MORE:
 		if (!write_output(d))
 			return STEP_ENDED;

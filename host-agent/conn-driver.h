@@ -45,7 +45,11 @@
 #include "link.h"
 #include "store.h"
 
-#define HA_DRIVER_READS_PER_WAKE	64u	/* then yield to the main loop */
+/* Then yield to the main loop: with many guests one iteration serves each once, so a
+ * wake's bytes bound how long a guest waits behind others that flood (a steady guest's
+ * frame is read within one wake of each of them). */
+#define HA_DRIVER_READS_PER_WAKE	64u
+#define HA_DRIVER_BYTES_PER_WAKE	(256u << 10)
 
 typedef struct _HaDriver HaDriver;
 

@@ -258,6 +258,28 @@ static gboolean on_done(gpointer user)
 	return G_SOURCE_REMOVE;
 }
 
+/* What a waiting flight weighs in the pool's order: a merge of small chunks (no ACK
+ * waits for it) after every commit. */
+static size_t weight(const IngestFlight *f)
+{
+	return f->compact || !f->batch ? SIZE_MAX : f->batch->pages_len;
+}
+
+/*
+ * Flights waiting for a thread, the smallest batch first: a guest at a steady rate
+ * commits a few pages every few ms, and behind the full batches of guests that flood
+ * (4 MiB each, tens of ms of compression) its ACK would wait for all of them. Each
+ * connection has one flight at most, so a full batch waits for at most one smaller
+ * commit of each other connection.
+ */
+static gint smaller_first(gconstpointer a, gconstpointer b, gpointer user)
+{
+	size_t x = weight(a), y = weight(b);
+
+	(void)user;
+	return x < y ? -1 : x > y;
+}
+
 /* The write step on a commit thread; finish() from on_done() on our thread. */
 static void launch(HaConn *c, IngestFlight *f)
 {
@@ -265,6 +287,7 @@ static void launch(HaConn *c, IngestFlight *f)
 		int n_threads = (int)CLAMP(2 * g_get_num_processors(), 4, 32);
 
 		pool = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
+		g_thread_pool_set_sort_function(pool, smaller_first, NULL);
 	}
 	f->ctx = g_main_context_ref_thread_default();
 	f->done = g_idle_source_new();

@@ -720,9 +720,11 @@ bool ha_conn_time_probe(HaConn *c)
 	return queue_frame(c, SMP_TIME, p, smp_time_encode(id, p, sizeof(p)));
 }
 
-HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *ctx,
-			  GError **error)
+HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, size_t max_bytes,
+			  HaReadFn fn, void *ctx, GError **error)
 {
+	size_t total = 0;
+
 	/* frames left in the decoder by a pause first */
 	if (!ha_conn_process(c, error))
 		return HA_READ_FAILED;
@@ -742,7 +744,7 @@ HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *
 				return HA_READ_FAILED;
 			}
 		}
-		n = fn(ctx, space, room);
+		n = fn(ctx, space, MIN(room, max_bytes - total));
 		if (n == -EINTR)
 			continue;
 		if (n == -EAGAIN)
@@ -759,6 +761,9 @@ HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *
 			return HA_READ_FAILED;
 		if (c->paused)
 			return HA_READ_PAUSED;
+		total += (size_t)n;
+		if (total >= max_bytes)
+			break;
 	}
 	return HA_READ_MORE;
 }

@@ -152,10 +152,11 @@ void ha_conn_commit(HaConn *c, size_t n);
 bool ha_conn_process(HaConn *c, GError **error);
 
 /*
- * The read loop of every source: up to @max_reads reads from @fn into the decoder, each
- * applied at once. @fn returns bytes read, 0 at the end of the input, -EAGAIN when
- * nothing is there now, or another -errno. HA_READ_DRY: the input ran dry (time for
- * ha_conn_commit_due_ms()); HA_READ_MORE: @max_reads done, more may wait; HA_READ_END:
+ * The read loop of every source: up to @max_reads reads, and @max_bytes bytes, from @fn
+ * into the decoder, each applied at once. @fn returns bytes read, 0 at the end of the
+ * input, -EAGAIN when nothing is there now, or another -errno. HA_READ_DRY: the input
+ * ran dry (time for ha_conn_commit_due_ms()); HA_READ_MORE: @max_reads or @max_bytes
+ * done, more may wait; HA_READ_END:
  * the guest side closed; HA_READ_FAILED: close the link, @error says why.
  */
 typedef ssize_t (*HaReadFn)(void *ctx, uint8_t *buf, size_t len);
@@ -163,7 +164,8 @@ typedef enum {
 	HA_READ_MORE, HA_READ_DRY, HA_READ_END, HA_READ_FAILED,
 	HA_READ_PAUSED,	/* a commit is due while one is in flight: read again when told */
 } HaReadResult;
-HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, HaReadFn fn, void *ctx,
+HaReadResult ha_conn_read(HaConn *c, unsigned int max_reads, size_t max_bytes,
+			  HaReadFn fn, void *ctx,
 			  GError **error);
 
 /* Commit the current batch and queue its ACK, on this thread (after the commit in

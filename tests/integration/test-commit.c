@@ -153,7 +153,7 @@ int main(void)
 	      "another connection holds the write lock");
 	CHECK(send_page(c, 3, &e) && send_page(c, 4, &e), "a full batch of two PAGEs: in flight");
 	CHECK(send_epoch(c, 5, 2, &e), "an EPOCH while it is in flight");
-	CHECK(ha_conn_read(c, 4, read_nothing, NULL, &e) == HA_READ_PAUSED,
+	CHECK(ha_conn_read(c, 4, 1 << 20, read_nothing, NULL, &e) == HA_READ_PAUSED,
 	      "the connection is paused: the EPOCH is held");
 	CHECK(k.calls == 1 && last_ack(c) == 0, "nothing acknowledged while in flight");
 	CHECK(q1(other, "SELECT COUNT(*) FROM chunks") == 0 &&
@@ -163,7 +163,7 @@ int main(void)
 	CHECK(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK, "lock released");
 	CHECK(wait_commits(&k, 2) && !k.error && last_ack(c) == 4,
 	      "the PAGEs committed, ACK 4, not 5 (%s)", k.error ? k.error : "no error");
-	CHECK(ha_conn_read(c, 4, read_nothing, NULL, &e) == HA_READ_DRY &&
+	CHECK(ha_conn_read(c, 4, 1 << 20, read_nothing, NULL, &e) == HA_READ_DRY &&
 	      ha_conn_flush_start(c, &e) && wait_commits(&k, 3) && !k.error &&
 	      last_ack(c) == 5, "the held EPOCH applied after it, committed, ACK 5");
 	CHECK(q1(other, "SELECT COUNT(*) FROM chunks") == 1 &&
