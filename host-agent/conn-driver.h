@@ -7,8 +7,9 @@
  * is the only code that moves bytes between a link (link.h) and an ingest connection
  * (ingest.h), so every source behaves the same:
  *
- *   readable     up to HA_DRIVER_READS_PER_WAKE reads, each applied at once
- *                (ha_conn_read()); when they did not run the input dry, reading goes
+ *   readable     up to HA_DRIVER_READS_PER_WAKE reads and HA_DRIVER_BYTES_PER_WAKE
+ *                bytes, each applied at once (ha_conn_read()); when they did not run
+ *                the input dry, reading goes
  *                on from an idle callback (the readable notification may not come
  *                again for bytes already taken, and a guest waiting for its ACK sends
  *                nothing more), at the readable notifications' priority, so that a
