@@ -193,7 +193,9 @@ unsigned agent_collect(struct agent *a)
 				break;
 			}
 			pages++;
-			ts = page_first_ts(&a->pl, page, a->rings->page_size);
+			/* only for the latency figure: no walk of the page without it */
+			ts = a->lat.enabled ?
+			     page_first_ts(&a->pl, page, a->rings->page_size) : 0;
 			if (f)
 				r = stream_page_reserved(a->win, &a->pl, c->cpu, f,
 							 a->rings->page_size, &missed);

@@ -67,17 +67,20 @@ int page_wire_len(const struct page_layout *pl, const uint8_t *page, size_t len,
 
 uint64_t page_first_ts(const struct page_layout *pl, const uint8_t *page, size_t len)
 {
+	uint32_t commit;
 	uint64_t ts;
-	size_t wire, off, n;
+	size_t off, n;
 
-	if (len < pl->data_off || pl->commit_off < 8)
+	if (len < pl->data_off || pl->commit_off < 8 ||
+	    pl->commit_off + pl->commit_size > pl->data_off)
 		return 0;
 	memcpy(&ts, page, 8);
-	if (page_wire_len(pl, page, len, &wire, NULL) < 0)
-		return ts;	/* commit out of range: the page is not sent either */
+	commit = (uint32_t)load_native(page + pl->commit_off, pl->commit_size) &
+		 ~RB_MISSED_FLAGS;
+	if (commit > len - pl->data_off)
+		return ts;	/* as page_wire_len(): such a page is not sent either */
 	off = pl->data_off;
-	n = off + ((uint32_t)load_native(page + pl->commit_off, pl->commit_size) &
-		   ~RB_MISSED_FLAGS);
+	n = off + commit;
 	while (off + 4 <= n) {
 		uint32_t w, type_len, delta, arg = 0;
 
