@@ -180,9 +180,13 @@ size_t ha_conn_space(HaConn *c, uint8_t **ret_space)
 void ha_conn_commit(HaConn *c, size_t n)
 {
 	/* the upper bound of a probe that this read completes (clocksync.h) */
-	if (c->time_ok)
+	if (c->time_ok) {
 		ha_host_time_now(&c->rx_time);
-	c->read_mono = g_get_monotonic_time();
+		/* the same clock as g_get_monotonic_time(), read once */
+		c->read_mono = c->rx_time.mono / 1000;
+	} else {
+		c->read_mono = g_get_monotonic_time();
+	}
 	smp_decoder_commit(c->dec, n);
 }
 
