@@ -491,14 +491,7 @@ static void guest_serve(const char *path, const uint8_t *buf, size_t len,
 			if (!busy) {
 				/* the flood is over: this stream ends at what was written */
 				len = lim;
-				last_seq = 0;
-				for (size_t e = 0; e < len;) {
-					uint32_t plen;
-
-					memcpy(&plen, buf + e + 8, 4);
-					memcpy(&last_seq, buf + e + 16, 8);
-					e += SMP_HDR_SIZE + plen;
-				}
+				last_seq = stream_last_seq(buf, len);
 				if (acked >= last_seq)
 					break;
 			} else {
