@@ -32,7 +32,7 @@ static gint found_cmp(gconstpointer a, gconstpointer b)
 static bool frame_at(const uint8_t *p, size_t room, uint32_t *ret_len, uint64_t *budget,
 		     bool *ret_bad)
 {
-	uint32_t plen, crc;
+	uint32_t plen;
 
 	*ret_bad = false;
 	if (room < SMP_HDR_SIZE || ha_le32(p) != SMP_MAGIC)
@@ -47,8 +47,7 @@ static bool frame_at(const uint8_t *p, size_t room, uint32_t *ret_len, uint64_t 
 		return false;
 	}
 	*budget -= plen;
-	crc = smp_crc32c(smp_crc32c(0, p, 24), p + SMP_HDR_SIZE, plen);
-	if (crc != ha_le32(p + 24)) {
+	if (smp_frame_sum(p, plen) != ha_le32(p + 24)) {	/* CRC32C or XXH64 */
 		*ret_bad = true;
 		return false;
 	}

@@ -39,11 +39,16 @@ extern "C" {
 
 #define SMP_MAGIC		0x50414d53u	/* "SMAP" */
 #define SMP_VERSION_MAJOR	1
-#define SMP_VERSION_MINOR	3
+#define SMP_VERSION_MINOR	4
 #define SMP_HDR_SIZE		32u
 #define SMP_MAX_PAYLOAD		(256u * 1024u)
 
 #define SMP_FLAG_RESENT		0x01u
+/* 1.4: `crc` is XXH64 over the payload, seeded with the header's CRC32C (PROTOCOL.md
+ * 2); a guest sets it only after a WELCOME of minor 4 or later. */
+#define SMP_FLAG_XXH64		0x02u
+/* The first minor version whose receivers verify SMP_FLAG_XXH64 frames. */
+#define SMP_MINOR_XXH64		4
 
 enum smp_type {
 	SMP_HELLO	= 1,
@@ -74,6 +79,14 @@ uint32_t smp_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 bool smp_crc32c_hw(void);
 
 /* ---- Frames ---------------------------------------------------------------- */
+
+/*
+ * The `crc` field of a frame whose header (bytes 0..23, flags included) is at @frame
+ * and whose @payload_len bytes of payload follow it: CRC32C over both, or with
+ * SMP_FLAG_XXH64 in the header's flags the low 32 bits of XXH64 over the payload
+ * seeded with the header's CRC32C. What smp_frame_seal() writes and the decoder checks.
+ */
+uint32_t smp_frame_sum(const uint8_t *frame, uint32_t payload_len);
 
 struct smp_frame {
 	uint8_t major;

@@ -46,6 +46,7 @@ struct options {
 	unsigned long window_kb;
 	unsigned long window_frames;
 	bool hold_when_full;	/* --hold-when-full: backpressure (agent_holding()) */
+	bool crc32c_only;	/* --frame-checksum crc32c: never XXH64 (sess.crc32c_only) */
 	unsigned stats_ms;
 	unsigned rescan_ms;
 	unsigned reconnect_ms;

@@ -47,6 +47,8 @@ static void usage(FILE *f)
 "                       fill the window but a reserve (a quarter, or the next\n"
 "                       kallsyms), instead of dropping the window's oldest\n"
 "                       frames (the default)\n"
+"  --frame-checksum C   auto: XXH64 over payloads when the host checks it (1.4),\n"
+"                       CRC32C otherwise; crc32c: always CRC32C (auto)\n"
 "  --stats-ms N         STATS interval (10000)\n"
 "  --rescan-ms N        new events, module changes, LOST, delta file (1000)\n"
 "  --reconnect-ms N     host reconnection probe interval (500)\n"
@@ -89,7 +91,7 @@ enum {
 	OPT_PORT_NAME = 256, OPT_PORT, OPT_SYSFS, OPT_DEVDIR, OPT_PROCFS, OPT_TRACEFS,
 	OPT_FLUSH, OPT_WKB, OPT_WFRAMES, OPT_STATS, OPT_RESCAN, OPT_RECONNECT, OPT_HELLO,
 	OPT_LINGER, OPT_EVENTS, OPT_TRACER, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
-	OPT_TEST_HOLD, OPT_TEST_STALL, OPT_HOLD_FULL,
+	OPT_TEST_HOLD, OPT_TEST_STALL, OPT_HOLD_FULL, OPT_CHECKSUM,
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -116,6 +118,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "buffer-kb", required_argument, NULL, OPT_BUFFER },
 		{ "exclude-self", no_argument, NULL, OPT_EXCLUDE_SELF },
 		{ "hold-when-full", no_argument, NULL, OPT_HOLD_FULL },
+		{ "frame-checksum", required_argument, NULL, OPT_CHECKSUM },
 		{ "test-hold-drops", required_argument, NULL, OPT_TEST_HOLD },
 		{ "test-stall", required_argument, NULL, OPT_TEST_STALL },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -175,6 +178,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_STACKMAP: o->setup.stackmap = true; break;
 		case OPT_EXCLUDE_SELF: o->setup.exclude_self = true; break;
 		case OPT_HOLD_FULL: o->hold_when_full = true; break;
+		case OPT_CHECKSUM:
+			if (strcmp(optarg, "auto") == 0)
+				o->crc32c_only = false;
+			else if (strcmp(optarg, "crc32c") == 0)
+				o->crc32c_only = true;
+			else {
+				log_error("--frame-checksum: '%s' is neither auto nor crc32c",
+					  optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'v':
 			log_set_level(log_get_level() < LOG_INFO ? LOG_INFO : LOG_DEBUG);
 			break;

@@ -61,6 +61,7 @@ struct session {
 	bool hello_queued;
 	uint32_t host_max_payload;
 	uint64_t resume_seq;		/* of the last WELCOME */
+	bool crc32c_only;		/* never seal with XXH64, whatever the host checks */
 	uint64_t stall_seq;		/* sess_stall(): send nothing from here on, 0: off */
 	bool bad_logged;		/* this run of bad input was logged */
 	sess_time_fn time_fn;		/* NULL: TIME is ignored as unknown */

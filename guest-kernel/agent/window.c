@@ -52,6 +52,7 @@ struct win {
 	uint64_t send_seq;
 	uint64_t sent_hi;
 	uint64_t acked;
+	uint8_t seal_flags;	/* SMP_FLAG_XXH64 once the host checks it (win_set_xxh64) */
 
 	/* the reservation between win_reserve() and win_commit() */
 	size_t res_off;
@@ -256,7 +257,7 @@ uint64_t win_commit(struct win *w, uint8_t type, uint32_t payload_len)
 	assert(w->reserved);
 	assert((size_t)SMP_HDR_SIZE + payload_len <= w->res_len);
 	w->reserved = 0;
-	r = smp_frame_seal(w->arena + w->res_off, type, 0, seq, payload_len);
+	r = smp_frame_seal(w->arena + w->res_off, type, w->seal_flags, seq, payload_len);
 	assert(r > 0);
 	(void)r;
 	d = &w->desc[(w->first + w->count) % w->max_frames];
@@ -265,6 +266,11 @@ uint64_t win_commit(struct win *w, uint8_t type, uint32_t payload_len)
 	w->count++;
 	w->bytes += d->len;
 	return seq;
+}
+
+void win_set_xxh64(struct win *w, bool on)
+{
+	w->seal_flags = on ? SMP_FLAG_XXH64 : 0;
 }
 
 void win_cancel(struct win *w)
@@ -289,7 +295,7 @@ const uint8_t *win_next(struct win *w, uint32_t *ret_len, uint64_t *ret_seq,
 			int *ret_resend)
 {
 	struct win_desc *d;
-	uint8_t *f;
+	uint8_t *f, want;
 	int resend;
 
 	if (w->send_seq < w->oldest_seq)
@@ -299,9 +305,11 @@ const uint8_t *win_next(struct win *w, uint32_t *ret_len, uint64_t *ret_seq,
 	d = desc_at(w, (uint32_t)(w->send_seq - w->oldest_seq));
 	f = w->arena + d->off;
 	resend = w->send_seq <= w->sent_hi;
-	if (resend && !(f[7] & SMP_FLAG_RESENT))
-		smp_frame_seal(f, f[6], SMP_FLAG_RESENT, w->send_seq,
-			       d->len - SMP_HDR_SIZE);
+	/* RESENT once sent before; XXH64 only while this host checks it */
+	want = (uint8_t)((f[7] | (resend ? SMP_FLAG_RESENT : 0)) &
+			 (SMP_FLAG_RESENT | w->seal_flags));
+	if (want != f[7])
+		smp_frame_seal(f, f[6], want, w->send_seq, d->len - SMP_HDR_SIZE);
 	*ret_len = d->len;
 	*ret_seq = w->send_seq;
 	if (ret_resend)
@@ -476,12 +484,12 @@ uint64_t win_splice_first_kept(const struct win *w, size_t front_bytes,
 }
 
 static void reseal_into(uint8_t *arena, size_t *off, struct win_desc *d,
-			const uint8_t *frame, uint32_t len, uint64_t seq)
+			const uint8_t *frame, uint32_t len, uint64_t seq, uint8_t flags)
 {
 	long r;
 
 	memcpy(arena + *off, frame, len);
-	r = smp_frame_seal(arena + *off, frame[6], 0, seq, len - SMP_HDR_SIZE);
+	r = smp_frame_seal(arena + *off, frame[6], flags, seq, len - SMP_HDR_SIZE);
 	assert(r > 0);
 	(void)r;
 	d->off = *off;
@@ -519,13 +527,14 @@ int64_t win_splice(struct win *w, struct win *front, uint64_t resume_seq,
 	for (uint32_t i = 0; i < front->count; i++, n++) {
 		const struct win_desc *d = desc_at(front, i);
 
-		reseal_into(arena, &off, &desc[n], front->arena + d->off, d->len, first + n);
+		reseal_into(arena, &off, &desc[n], front->arena + d->off, d->len, first + n,
+			    w->seal_flags);
 	}
 	for (seq = first; seq < nx; seq++, n++) {
 		const struct win_desc *d = desc_at(w, (uint32_t)(seq - w->oldest_seq));
 
 		reseal_into(arena, &off, &desc[n], w->arena + d->off, d->len,
-			    seq + front->count);
+			    seq + front->count, w->seal_flags);
 	}
 	for (seq = w->oldest_seq; seq < first; seq++) {
 		const struct win_desc *d = desc_at(w, (uint32_t)(seq - w->oldest_seq));

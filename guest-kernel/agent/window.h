@@ -80,6 +80,14 @@ bool win_fits(const struct win *w, uint32_t payload_len);
 /* Seal the reserved frame (@payload_len <= the reserved size). Returns its seq. */
 uint64_t win_commit(struct win *w, uint8_t type, uint32_t payload_len);
 
+/*
+ * Seal frames from now on with the cheaper XXH64 payload checksum (@on) or CRC32C
+ * (PROTOCOL.md 2): on only after the host's WELCOME says it checks XXH64. Frames
+ * already sealed keep theirs; win_next() reseals one with CRC32C when @on is off,
+ * so a frame never reaches a host that cannot check it.
+ */
+void win_set_xxh64(struct win *w, bool on);
+
 /* Give the reservation up (the payload could not be encoded); nothing is committed. */
 void win_cancel(struct win *w);
 

@@ -4,7 +4,8 @@
  * fake writer that records every write() the port would see: HELLO first and nothing
  * else before WELCOME, writes of at most 32 KiB, whole frames in order, resending from
  * the resume point after a disconnect in the middle of a frame, and the host's bad
- * input (garbage, unknown types, bad ACKs, invalid WELCOMEs, another major version).
+ * input (garbage, unknown types, bad ACKs, invalid WELCOMEs, another major version),
+ * and the payload checksum each host gets: XXH64 only after a WELCOME of 1.4 or later.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "session.h"
 #include "tap.h"
 #include "window.h"
+#include "wire.h"
 
 struct fake_port {
 	uint8_t *buf;
@@ -118,6 +120,20 @@ static int welcome(struct session *s, uint64_t resume)
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(resume >> (8 * i));
 	return host_says(s, SMP_WELCOME, p, 16);
+}
+
+/* A WELCOME as a host of protocol 1.@minor sends it (its header says the minor). */
+static int welcome_minor(struct session *s, uint64_t resume, uint8_t minor)
+{
+	uint8_t p[16] = { 0 }, buf[SMP_HDR_SIZE + 16];
+
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(resume >> (8 * i));
+	smp_frame_encode(buf, sizeof(buf), SMP_WELCOME, 0, 0, p, 16);
+	buf[5] = minor;		/* covered by both checksums: recompute them */
+	smp_put32(buf + 24, smp_frame_sum(buf, 16));
+	smp_put32(buf + 28, smp_crc32c(0, buf, 28));
+	return sess_input(s, buf, sizeof(buf));
 }
 
 static int ack(struct session *s, uint64_t seq)
@@ -601,6 +617,93 @@ static void test_direct_writes(void)
 	free(p.buf);
 }
 
+/* How many of the frames the port got after HELLO carry SMP_FLAG_XXH64. */
+static unsigned xxh64_frames(const struct seen *seen)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 1; i < seen->n; i++)
+		n += !!(seen->flags[i] & SMP_FLAG_XXH64);
+	return n;
+}
+
+/*
+ * The payload checksum follows the host: CRC32C for a 1.3 host (it would count XXH64
+ * frames as checksum errors), XXH64 for 1.4 from the WELCOME on, CRC32C again when the
+ * next host is older: frames sealed for the newer one are resealed as they are resent.
+ */
+static void test_checksum_negotiation(void)
+{
+	struct fake_port p = { .budget = SIZE_MAX };
+	struct session s;
+	struct win *w;
+	struct seen seen;
+
+	win_new(8u << 20, 4096, &w);
+	sess_init(&s, w);
+	hello_frame(&s);
+	fill_window(w, 4, 1000);		/* before any WELCOME: CRC32C */
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	is_int(welcome_minor(&s, 1, 3), SESS_ACT_WELCOME, "WELCOME of a 1.3 host");
+	fill_window(w, 4, 1000);
+	sess_flush(&s, fake_write, &p);
+	decode_all(&p, &seen);
+	ok(seen.n == 9 && seen.errors == 0, "9 frames, all checksums good (%u, %u errors)",
+	   seen.n, seen.errors);
+	is_int(xxh64_frames(&seen), 0, "a 1.3 host gets CRC32C only");
+
+	sess_down(&s);
+	free(p.buf);
+	memset(&p, 0, sizeof(p));
+	p.budget = SIZE_MAX;
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	is_int(welcome_minor(&s, 5, SMP_MINOR_XXH64), SESS_ACT_WELCOME, "WELCOME of a 1.4 host");
+	fill_window(w, 4, 1000);
+	sess_flush(&s, fake_write, &p);
+	decode_all(&p, &seen);
+	ok(seen.n == 9 && seen.errors == 0, "HELLO, 4 resent, 4 new (%u, %u errors)", seen.n,
+	   seen.errors);
+	is_int(xxh64_frames(&seen), 4, "the frames sealed after its WELCOME are XXH64");
+
+	/* a 1.3 host again: the XXH64 frames it has not acknowledged go out as CRC32C */
+	sess_down(&s);
+	free(p.buf);
+	memset(&p, 0, sizeof(p));
+	p.budget = SIZE_MAX;
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	is_int(welcome_minor(&s, 9, 3), SESS_ACT_WELCOME, "WELCOME of a 1.3 host again");
+	sess_flush(&s, fake_write, &p);
+	decode_all(&p, &seen);
+	ok(seen.n == 5 && seen.errors == 0, "HELLO and frames 9..12 (%u, %u errors)", seen.n,
+	   seen.errors);
+	is_int(xxh64_frames(&seen), 0, "resent as CRC32C");
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+
+	/* --frame-checksum crc32c: never XXH64, whatever the host checks */
+	memset(&p, 0, sizeof(p));
+	p.budget = SIZE_MAX;
+	win_new(8u << 20, 4096, &w);
+	sess_init(&s, w);
+	s.crc32c_only = true;
+	hello_frame(&s);
+	sess_start(&s);
+	sess_flush(&s, fake_write, &p);
+	welcome_minor(&s, 1, SMP_MINOR_XXH64);
+	fill_window(w, 4, 1000);
+	sess_flush(&s, fake_write, &p);
+	decode_all(&p, &seen);
+	ok(seen.n == 5 && seen.errors == 0, "5 frames (%u, %u errors)", seen.n, seen.errors);
+	is_int(xxh64_frames(&seen), 0, "crc32c_only: CRC32C for a 1.4 host");
+	sess_done(&s);
+	win_free(w);
+	free(p.buf);
+}
+
 int main(void)
 {
 	test_direct_writes();
@@ -611,5 +714,6 @@ int main(void)
 	test_stall();
 	test_bad_input();
 	test_host_max_payload();
+	test_checksum_negotiation();
 	return tap_done();
 }

@@ -48,7 +48,9 @@ int main(int argc, char **argv)
 				if (n < 0)
 					return 1;
 				one[0] = (uint8_t)(v * 31);
-				smp_frame_seal(one + 1, smp_sample_types[t], 0, v + 1, (uint32_t)n);
+				/* the third of each type with the XXH64 payload checksum (1.4) */
+				smp_frame_seal(one + 1, smp_sample_types[t],
+					       v == 2 ? SMP_FLAG_XXH64 : 0, v + 1, (uint32_t)n);
 				if (put(argv[2], "frame", count++, one, 1 + SMP_HDR_SIZE + (size_t)n))
 					return 1;
 				if (stream + SMP_HDR_SIZE + (size_t)n < sizeof(buf)) {

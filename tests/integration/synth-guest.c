@@ -73,6 +73,7 @@ typedef struct {
 	gint throttle_us;
 	gint window_mb;
 	gint64 gap_at;
+	gboolean crc32c;		/* seal with CRC32C, as a 1.3 guest */
 	gint missed;
 	gint gap;
 	gint unseen;
@@ -262,7 +263,10 @@ static void push_frame(Guest *g, uint8_t type, uint64_t seq, const uint8_t *payl
 	long n;
 
 	f->bytes = g_malloc(SMP_HDR_SIZE + len);
-	n = smp_frame_encode(f->bytes, SMP_HDR_SIZE + len, type, 0, seq, payload, len);
+	/* the host this guest talks to checks XXH64 (protocol 1.4), as a real guest sees
+	 * in its WELCOME */
+	n = smp_frame_encode(f->bytes, SMP_HDR_SIZE + len, type,
+			     g->o.crc32c ? 0 : SMP_FLAG_XXH64, seq, payload, len);
 	g_assert(n > 0);
 	f->len = (uint32_t)n;
 	f->seq = seq;
@@ -1400,6 +1404,8 @@ int main(int argc, char **argv)
 		{ "throttle-us", 0, 0, G_OPTION_ARG_INT, &o->throttle_us, "Pause after each frame", "US" },
 		{ "gap-at", 0, 0, G_OPTION_ARG_INT64, &o->gap_at, "Skip --gap sequence numbers at this one", "SEQ" },
 		{ "gap", 0, 0, G_OPTION_ARG_INT, &o->gap, "How many (default 0)", "N" },
+		{ "crc32c", 0, 0, G_OPTION_ARG_NONE, &o->crc32c,
+		  "Seal frames with CRC32C, as a guest of protocol 1.3 (default XXH64)", NULL },
 		{ "missed", 0, 0, G_OPTION_ARG_INT, &o->missed,
 		  "Flag one page as having lost N events before it (RB_MISSED_*)", "N" },
 		{ "unseen", 0, 0, G_OPTION_ARG_INT, &o->unseen,

@@ -2,7 +2,8 @@
 /*
  * Frames and the incremental decoder: round trip of every type, a stream split at every
  * byte boundary, bit flips, truncation, oversize lengths, wrong magic, garbage before
- * and between frames, version refusal, bounded buffering.
+ * and between frames, version refusal, bounded buffering; the XXH64 payload checksum
+ * (1.4) against a vector computed outside this code.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -545,6 +546,62 @@ static void test_zero_copy(void)
 	smp_decoder_free(d);
 }
 
+/*
+ * A PAGE frame of protocol 1.4 with SMP_FLAG_XXH64, payload "123456789", seq 1: its
+ * `crc` is XXH64("123456789", seed = CRC32C(header bytes 0..23) = 0x2241945b) & 0xffffffff
+ * (computed with Debian's python3-xxhash and a bitwise CRC32C; PROTOCOL.md 2).
+ */
+static const uint8_t xxh64_vector[] = {
+	0x53, 0x4d, 0x41, 0x50, 0x01, 0x04, 0x05, 0x02, 0x09, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x7f, 0x61, 0xd7, 0x14, 0xcc, 0xdd, 0xd0, 0xb9,
+	'1', '2', '3', '4', '5', '6', '7', '8', '9',
+};
+
+static void test_xxh64(void)
+{
+	uint8_t buf[SMP_HDR_SIZE + 9], page[4096 + SMP_HDR_SIZE], bad[sizeof(page) + 64];
+	struct smp_decoder *d;
+	struct got g = { 0 };
+	long n, m;
+	int all = 1;
+
+	n = smp_frame_encode(buf, sizeof(buf), SMP_PAGE, SMP_FLAG_XXH64, 1, "123456789", 9);
+	ok(n == (long)sizeof(xxh64_vector) && memcmp(buf, xxh64_vector, sizeof(buf)) == 0,
+	   "XXH64 frame: sealed as the reference vector says");
+	d = smp_decoder_new(0);
+	run(d, xxh64_vector, sizeof(xxh64_vector), 1, &g);
+	ok(g.n == 1 && g.errors == 0 && g.len[0] == 9 &&
+	   g.crc[0] == smp_crc32c(0, "123456789", 9), "the reference vector decodes");
+	smp_decoder_free(d);
+
+	/* the flag is covered: cleared (header checksum redone), the CRC32C check fails */
+	memcpy(buf, xxh64_vector, sizeof(buf));
+	buf[7] = 0;
+	reseal_header(buf);
+	d = smp_decoder_new(0);
+	memset(&g, 0, sizeof(g));
+	run(d, buf, sizeof(buf), 0, &g);
+	ok(g.n == 0 && g.errors > 0, "its flag cleared: refused as a payload checksum error");
+	smp_decoder_free(d);
+
+	/* a page-sized XXH64 frame: every single-bit flip in it is caught */
+	for (size_t i = 0; i < 4096; i++)
+		page[SMP_HDR_SIZE + i] = (uint8_t)(i * 7 + (i >> 8));
+	n = smp_frame_seal(page, SMP_PAGE, SMP_FLAG_XXH64, 99, 4096);
+	m = make_frame(bad + n, sizeof(bad) - (size_t)n, SMP_ACK, 3, 0);
+	for (long bit = 0; bit < n * 8; bit += 3) {
+		d = smp_decoder_new(0);
+		memset(&g, 0, sizeof(g));
+		memcpy(bad, page, (size_t)n);
+		bad[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		run(d, bad, (size_t)(n + m), 0, &g);
+		all &= g.n == 1 && g.type[0] == SMP_ACK && g.errors > 0;
+		smp_decoder_free(d);
+	}
+	ok(all, "XXH64 page frame: every third bit flipped is detected, the next frame decodes");
+}
+
 int main(void)
 {
 	test_round_trip();
@@ -555,5 +612,6 @@ int main(void)
 	test_garbage();
 	test_versions();
 	test_zero_copy();
+	test_xxh64();
 	return tap_done();
 }
