@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * proto-bench: decode + CRC throughput of PAGE frames on one core, beside memcpy of the
+ * proto-bench: decode + checksum throughput of PAGE frames (CRC32C and XXH64, PROTOCOL.md
+ * 2) on one core, beside memcpy of the
  * same bytes in the same run. Prints medians of several rounds; asserts nothing about
  * time (the machine is shared and noisy).
  *
@@ -41,11 +42,58 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
+/* Decode @len bytes of @frames frames as the host's read loop does; seconds, or -1. */
+static double decode_time(const uint8_t *stream, size_t len, size_t frames,
+			  volatile uint64_t *sink)
+{
+	struct smp_decoder *d = smp_decoder_new(0);
+	size_t pos = 0, got = 0;
+	double t0 = now(), t;
+
+	while (pos < len) {
+		uint8_t *space;
+		size_t room = smp_decoder_space(d, &space);
+		size_t n = len - pos < CHUNK ? len - pos : CHUNK;
+		struct smp_frame f;
+		struct smp_page pg;
+
+		if (n > room)
+			n = room;
+		memcpy(space, stream + pos, n);	/* stands for read(2) */
+		smp_decoder_commit(d, n);
+		pos += n;
+		while (smp_decoder_next(d, &f, NULL) == 1) {
+			if (smp_page_decode(&pg, f.payload, f.len) == 0)
+				*sink += pg.data[0];
+			got++;
+		}
+	}
+	t = now() - t0;
+	smp_decoder_free(d);
+	if (got != frames) {
+		fprintf(stderr, "decoded %zu of %zu frames\n", got, frames);
+		return -1;
+	}
+	return t;
+}
+
+/* Seal every frame of the stream again with @flags (0: CRC32C, SMP_FLAG_XXH64). */
+static void reseal_all(uint8_t *stream, size_t len, uint8_t flags)
+{
+	for (size_t o = 0, seq = 1; o < len; seq++) {
+		uint32_t plen = (uint32_t)stream[o + 8] | (uint32_t)stream[o + 9] << 8 |
+				(uint32_t)stream[o + 10] << 16 | (uint32_t)stream[o + 11] << 24;
+
+		smp_frame_seal(stream + o, SMP_PAGE, flags, seq, plen);
+		o += SMP_HDR_SIZE + plen;
+	}
+}
+
 int main(void)
 {
 	size_t cap = (size_t)STREAM_MB << 20, len = 0, frames = 0;
 	uint8_t *stream = malloc(cap), *copy = malloc(cap);
-	double t_dec[ROUNDS], t_cpy[ROUNDS], t_sw[ROUNDS], t_hw[ROUNDS];
+	double t_dec[ROUNDS], t_xxh[ROUNDS], t_cpy[ROUNDS], t_sw[ROUNDS], t_hw[ROUNDS];
 	volatile uint64_t sink = 0;
 	uint32_t x = 1;
 
@@ -67,34 +115,14 @@ int main(void)
 	memset(copy, 0, cap);
 
 	for (int r = 0; r < ROUNDS; r++) {
-		struct smp_decoder *d = smp_decoder_new(0);
-		size_t pos = 0, got = 0;
-		double t0 = now();
+		double t0;
 
-		while (pos < len) {
-			uint8_t *space;
-			size_t room = smp_decoder_space(d, &space);
-			size_t n = len - pos < CHUNK ? len - pos : CHUNK;
-			struct smp_frame f;
-			struct smp_page pg;
-
-			if (n > room)
-				n = room;
-			memcpy(space, stream + pos, n);	/* stands for read(2) */
-			smp_decoder_commit(d, n);
-			pos += n;
-			while (smp_decoder_next(d, &f, NULL) == 1) {
-				if (smp_page_decode(&pg, f.payload, f.len) == 0)
-					sink += pg.data[0];
-				got++;
-			}
-		}
-		t_dec[r] = now() - t0;
-		if (got != frames) {
-			fprintf(stderr, "decoded %zu of %zu frames\n", got, frames);
+		reseal_all(stream, len, 0);
+		t_dec[r] = decode_time(stream, len, frames, &sink);
+		reseal_all(stream, len, SMP_FLAG_XXH64);
+		t_xxh[r] = decode_time(stream, len, frames, &sink);
+		if (t_dec[r] < 0 || t_xxh[r] < 0)
 			return 1;
-		}
-		smp_decoder_free(d);
 
 		t0 = now();
 		for (size_t o = 0; o < len; o += CHUNK)
@@ -116,6 +144,7 @@ int main(void)
 	printf("proto-bench: %zu PAGE frames (4 KiB pages), %.1f MB, median of %d rounds, one core\n",
 	       frames, mb, ROUNDS);
 	printf("  %-34s %9.0f MB/s\n", "decode + CRC32C + PAGE decode", dec);
+	printf("  %-34s %9.0f MB/s\n", "decode + XXH64 + PAGE decode", mb / median(t_xxh, ROUNDS));
 	printf("  %-34s %9.0f MB/s\n", "memcpy of the same bytes", cpy);
 	printf("  %-34s %9.0f MB/s  (%s)\n", "CRC32C alone, smp_crc32c", mb / median(t_hw, ROUNDS),
 	       smp_crc32c_hw() ? "sse4.2" : "table");
