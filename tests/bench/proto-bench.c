@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * proto-bench: decode + checksum throughput of PAGE frames (CRC32C and XXH64, PROTOCOL.md
- * 2) on one core, beside memcpy of the
- * same bytes in the same run. Prints medians of several rounds; asserts nothing about
- * time (the machine is shared and noisy).
+ * 2) on one core, beside memcpy of the same bytes in the same run. Prints medians of
+ * several rounds; asserts nothing about time (the machine is shared and noisy).
  *
  * The stream is what a 2-vCPU guest sends: PAGE frames of 4 KiB ring-buffer pages with
  * a little garbage-free framing between them. It is fed to the decoder the way the host
