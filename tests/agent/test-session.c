@@ -627,6 +627,17 @@ static unsigned xxh64_frames(const struct seen *seen)
 	return n;
 }
 
+/* The host went away and another connection starts: the port sees its HELLO only. */
+static void reconnect(struct session *s, struct fake_port *p)
+{
+	sess_down(s);
+	free(p->buf);
+	memset(p, 0, sizeof(*p));
+	p->budget = SIZE_MAX;
+	sess_start(s);
+	sess_flush(s, fake_write, p);
+}
+
 /*
  * The payload checksum follows the host: CRC32C for a 1.3 host (it would count XXH64
  * frames as checksum errors), XXH64 for 1.4 from the WELCOME on, CRC32C again when the
@@ -653,12 +664,7 @@ static void test_checksum_negotiation(void)
 	   seen.n, seen.errors);
 	is_int(xxh64_frames(&seen), 0, "a 1.3 host gets CRC32C only");
 
-	sess_down(&s);
-	free(p.buf);
-	memset(&p, 0, sizeof(p));
-	p.budget = SIZE_MAX;
-	sess_start(&s);
-	sess_flush(&s, fake_write, &p);
+	reconnect(&s, &p);
 	is_int(welcome_minor(&s, 5, SMP_MINOR_XXH64), SESS_ACT_WELCOME, "WELCOME of a 1.4 host");
 	fill_window(w, 4, 1000);
 	sess_flush(&s, fake_write, &p);
@@ -668,12 +674,7 @@ static void test_checksum_negotiation(void)
 	is_int(xxh64_frames(&seen), 4, "the frames sealed after its WELCOME are XXH64");
 
 	/* a 1.3 host again: the XXH64 frames it has not acknowledged go out as CRC32C */
-	sess_down(&s);
-	free(p.buf);
-	memset(&p, 0, sizeof(p));
-	p.budget = SIZE_MAX;
-	sess_start(&s);
-	sess_flush(&s, fake_write, &p);
+	reconnect(&s, &p);
 	is_int(welcome_minor(&s, 9, 3), SESS_ACT_WELCOME, "WELCOME of a 1.3 host again");
 	sess_flush(&s, fake_write, &p);
 	decode_all(&p, &seen);
