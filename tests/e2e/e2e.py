@@ -27,6 +27,11 @@ Tests:
   stackmap-bin       the seed's stackmap_dump.py parses the guest's
                      stack_map_bin on the host and agrees with stack_map
   map-bits           ftrace_stackmap.bits= sizes the map, clamped to [10, 18]
+  rb-read-page       ring_buffer_read_page() gives the same pages, byte for
+                     byte, and leaves the same reader state on the patched
+                     kernel (patch 0015: a partial page copied as a run) as on
+                     the unpatched one (guest-kernel/testmod's
+                     rb_read_page_testmod on a buffer of known content)
   pvpanic            a guest panic reaches QEMU through pvpanic and ends
                      the run at once (launch exits 1)
   record-baseline    (not a meson test) run test.d/ftrace on the unpatched
@@ -34,6 +39,7 @@ Tests:
 """
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -293,6 +299,45 @@ def t_map_bits(workdir):
               % (bits, stat[0], want))
 
 
+# What rb_read_page_testmod's script must have covered, in its summary line:
+# page reads copied (partial) and swapped (whole), events consumed, events
+# written from an interrupt while another was reserved, discarded ones, and in
+# the copies data events, time extends, absolute time stamps, padding, and
+# pages with missed events.
+RBPAGE_COVERS = ('copies', 'swaps', 'consumed', 'nested', 'discarded', 'data', 'extends',
+                 'stamps', 'padding', 'missed')
+
+
+def t_rb_read_page(workdir):
+    """The same ring_buffer_read_page() results, byte for byte, with and
+    without patch 0015."""
+    reports = {}
+    for name, unpatched in (('unpatched', True), ('patched', False)):
+        kout = build_kernel(unpatched=unpatched)
+        if not os.path.exists(os.path.join(kout, 'modules', 'rb_read_page_testmod.ko')):
+            # the tiny guest has no modules: meson's "skipped"
+            log('SKIP: %s guest has no rb_read_page_testmod.ko' % sm.kernel_guest(kout))
+            sys.exit(77)
+        run = boot(kout, workdir, 'rb-read-page', append=['init_on_alloc=1'],
+                   tag='rb-read-page-' + name)
+        text = gzip.decompress(run.file('rbpage.gz')).decode()
+        with open(os.path.join(workdir, 'rbpage-%s.txt' % name), 'w') as f:
+            f.write(text)
+        reports[name] = text.splitlines()
+        log('%s: %d lines, %s' % (name, len(reports[name]), reports[name][-1]))
+    base, new = reports['unpatched'], reports['patched']
+    summ = base[-1].split()
+    check(summ[0] == 'summary', 'no summary line: %r' % base[-1])
+    counts = dict(kv.split('=', 1) for kv in summ[1:])
+    missing = [k for k in RBPAGE_COVERS if int(counts.get(k, '0')) == 0]
+    check(not missing, 'the script covered no %s' % ', '.join(missing))
+    for i, (a, b) in enumerate(zip(base, new)):
+        check(a == b, 'line %d differs:\n  unpatched: %s\n  patched:   %s'
+              % (i + 1, a, b))
+    check(len(base) == len(new), 'unpatched %d lines, patched %d' % (len(base), len(new)))
+    log('%d page reads, the same on both kernels' % int(counts['reads']))
+
+
 def t_pvpanic(workdir):
     kout = build_kernel()
     run = sm.launch(kout, initramfs(kout, workdir), workdir, 'panic', timeout=300)
@@ -309,6 +354,7 @@ def t_pvpanic(workdir):
 
 TESTS = {
     'pvpanic': t_pvpanic,
+    'rb-read-page': t_rb_read_page,
     'map-bits': t_map_bits,
     'build-kernel': t_build_kernel,
     'seed-selftests': t_seed_selftests,
