@@ -32,6 +32,7 @@
 #include "ring.h"
 #include "session.h"
 #include "stream.h"
+#include "sysinfo.h"
 #include "tracefs.h"
 #include "window.h"
 
@@ -85,6 +86,7 @@ struct agent {
 
 	struct win *win;
 	struct arena arena;	/* the window's pages, announced for post-mortems */
+	struct sysinfo_moves moves;	/* whether they may have moved since (rescan) */
 	struct session sess;
 	struct port port;
 	bool have_port;		/* port.path is known */

@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "sysinfo.h"
 
 /* Most pages read from one CPU per collect round: bounds the time of one round. */
 #define COLLECT_MAX_PAGES 1024
@@ -235,5 +236,11 @@ void agent_rescan(struct agent *a)
 	agent_rescan_metadata(a, a->win);
 	agent_delta_open(a);
 	agent_queue_lost(a, false);
-	agent_announce_arena(a, true);	/* a page of the window moved */
+	/*
+	 * A page of the window moved? The page map costs the kernel a walk of every
+	 * page (4,096 by default): read it only when /proc/vmstat says a page may have
+	 * moved since it was read last (sysinfo.h), or when it has no list yet.
+	 */
+	if (!a->arena.known || sysinfo_pages_may_have_moved(&a->moves, a->o.procfs))
+		agent_announce_arena(a, true);
 }

@@ -160,6 +160,75 @@ int sysinfo_text_addr(const char *kallsyms, uint64_t *ret)
 	return -ENOENT;
 }
 
+/* The value of the line "@key N" in vmstat text: -ENOENT without one. */
+static int vmstat_value(const char *text, const char *key, uint64_t *ret)
+{
+	size_t kl = strlen(key);
+
+	/* strstr() over the whole text: cheaper than a compare at each of its lines */
+	for (const char *p = strstr(text, key); p; p = strstr(p + kl, key)) {
+		uint64_t v = 0;
+		const char *d;
+
+		if ((p != text && p[-1] != '\n') || p[kl] != ' ')
+			continue;
+		for (d = p + kl + 1; *d >= '0' && *d <= '9'; d++)
+			v = v * 10 + (uint64_t)(*d - '0');
+		if (d == p + kl + 1)
+			return -EBADMSG;
+		*ret = v;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int sysinfo_parse_moves(const char *vmstat, uint64_t *ret)
+{
+	uint64_t free_pages, migrated = 0, collapsed = 0;
+	int r = vmstat_value(vmstat, "nr_free_pages", &free_pages);
+
+	if (r < 0)		/* not /proc/vmstat */
+		return r == -ENOENT ? -EBADMSG : r;
+	/* absent: a kernel without CONFIG_MIGRATION (no migrate_pages()) or THP */
+	r = vmstat_value(vmstat, "pgmigrate_success", &migrated);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	r = vmstat_value(vmstat, "thp_collapse_alloc", &collapsed);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	*ret = migrated + collapsed;
+	return 0;
+}
+
+bool sysinfo_moves_step(struct sysinfo_moves *m, int r, uint64_t sum)
+{
+	bool moved;
+
+	if (r < 0) {
+		m->checks = 0;		/* the next ones start over */
+		return true;
+	}
+	moved = m->checks < 2 || sum != m->last[0] || m->last[0] != m->last[1];
+	m->last[1] = m->last[0];
+	m->last[0] = sum;
+	if (m->checks < 2)
+		m->checks++;
+	return moved;
+}
+
+bool sysinfo_pages_may_have_moved(struct sysinfo_moves *m, const char *procfs)
+{
+	_cleanup_free_ char *text = NULL;
+	uint64_t sum = 0;
+	int r;
+
+	/* about 5 KiB, read in one go: the kernel sums its counters at each read() */
+	r = read_file_at(procfs, "vmstat", 1024 * 1024, &text, NULL);
+	if (r == 0)
+		r = sysinfo_parse_moves(text, &sum);
+	return sysinfo_moves_step(m, r, sum);
+}
+
 uint64_t sysinfo_random_u64(void)
 {
 	uint64_t v = 0;

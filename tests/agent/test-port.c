@@ -2,7 +2,8 @@
 /*
  * test-port.c - port discovery on a fake sysfs tree, and the parsers of what the agent
  * reads from tracefs, procfs and sysfs (header_page, trace_clock, stack_map_stat,
- * per-CPU stats, set_event, boot_id, the build-id note, _text).
+ * per-CPU stats, set_event, boot_id, the build-id note, _text), and when the page map
+ * is read again: the page-move counters of /proc/vmstat.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +107,49 @@ static void test_parsers(void)
 	       "per-CPU stats parse");
 	ok(c.cpu == 3 && c.overrun == 4 && c.commit_overrun == 1 && c.dropped_events == 2 &&
 	   c.read_events == 99, "overrun 4, commit overrun 1, dropped 2, read 99");
+
+	/* page moves: pgmigrate_success + thp_collapse_alloc, and when they say "read" */
+	{
+		struct sysinfo_moves m = { 0 };
+		uint64_t v = 0;
+		bool seq[8];
+
+		is_int(sysinfo_parse_moves("nr_free_pages 100\npgmigrate_success 7\n"
+					   "pgmigrate_fail 3\nthp_collapse_alloc 2\n"
+					   "thp_collapse_alloc_failed 9\n", &v), 0, "vmstat parses");
+		is_int(v, 9, "moves: pgmigrate_success + thp_collapse_alloc, not the failures");
+		is_int(sysinfo_parse_moves("nr_free_pages 1\npgmigrate_success 5\n", &v), 0,
+		       "without THP: pgmigrate_success alone");
+		is_int(v, 5, "moves 5");
+		is_int(sysinfo_parse_moves("nr_free_pages 1\npgmigrate_success_x 5\n"
+					   "thp_collapse_alloc 1\n", &v), 0,
+		       "without migration (CONFIG_MIGRATION off): collapses only");
+		is_int(v, 1, "moves 1");
+		is_int(sysinfo_parse_moves("nr_free_pages 1\n", &v), 0,
+		       "neither migration nor THP: no moves");
+		is_int(v, 0, "moves 0");
+		is_int(sysinfo_parse_moves("pgmigrate_success 5\n", &v), -EBADMSG,
+		       "not vmstat (no nr_free_pages): refused");
+		is_int(sysinfo_parse_moves("nr_free_pages 1\npgmigrate_success x\n", &v),
+		       -EBADMSG, "a value that is not a number refused");
+		/* checks with sums 5 5 5 5 6 6 6 7, an unreadable one, 7 7 7 */
+		seq[0] = sysinfo_moves_step(&m, 0, 5);
+		seq[1] = sysinfo_moves_step(&m, 0, 5);
+		seq[2] = sysinfo_moves_step(&m, 0, 5);
+		seq[3] = sysinfo_moves_step(&m, 0, 5);
+		ok(seq[0] && seq[1] && !seq[2] && !seq[3],
+		   "the first two checks read the page map, then not while the sum stays");
+		seq[4] = sysinfo_moves_step(&m, 0, 6);
+		seq[5] = sysinfo_moves_step(&m, 0, 6);
+		seq[6] = sysinfo_moves_step(&m, 0, 6);
+		ok(seq[4] && seq[5] && !seq[6], "a move: read at that check and the next "
+		   "(a collapse counted before its copy), then not");
+		seq[7] = sysinfo_moves_step(&m, 0, 7);
+		ok(seq[7] && sysinfo_moves_step(&m, -ENOENT, 0) &&
+		   sysinfo_moves_step(&m, 0, 7) && sysinfo_moves_step(&m, 0, 7) &&
+		   !sysinfo_moves_step(&m, 0, 7),
+		   "a check that cannot read vmstat reads the page map, and the two after it");
+	}
 
 	is_int(sysinfo_parse_uuid("0123abcd-4567-89ef-0123-456789abcdef\n", id), 0,
 	       "boot_id parses");
