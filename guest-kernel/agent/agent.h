@@ -131,6 +131,7 @@ struct agent {
 
 	/* loss and stats as last sent */
 	struct smp_lost_cpu *lost_last;
+	int *stats_fds;		/* per_cpu/cpuN/stats kept open, by cpu_dirs index (loss.c) */
 	uint64_t lost_frames_last, lost_bytes_last;
 	bool lost_sent;
 	uint64_t stats_sig_last;
@@ -171,6 +172,8 @@ void agent_delta_open(struct agent *a);
 void agent_rescan(struct agent *a);
 /* Queue LOST when something changed (or @force). */
 void agent_queue_lost(struct agent *a, bool force);
+/* Close the per-CPU stats files agent_queue_lost() keeps open (agent_free()). */
+void agent_close_cpu_stats(struct agent *a);
 /* Queue STATS when something changed since the last one (or @force). */
 void agent_queue_stats(struct agent *a, bool force);
 /* Send ARENA (arena.h) when the session is UP: always, or with @changed_only only

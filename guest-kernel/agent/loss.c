@@ -8,10 +8,37 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "log.h"
 #include "util.h"
+
+/*
+ * CPU @i's per_cpu/cpuN/stats into @ret, through an fd kept open (opened at the first
+ * read; one pread() a read, tracefs.h), or by its path when it cannot be opened.
+ */
+static void read_cpu_stats(struct agent *a, uint32_t i, struct smp_lost_cpu *ret)
+{
+	if (!a->stats_fds) {
+		a->stats_fds = malloc(a->nr_cpu_dirs * sizeof(*a->stats_fds));
+		for (uint32_t k = 0; a->stats_fds && k < a->nr_cpu_dirs; k++)
+			a->stats_fds[k] = tracefs_open_cpu_stats(a->tracefs, a->cpus[k]);
+	}
+	if (a->stats_fds && a->stats_fds[i] >= 0 &&
+	    tracefs_pread_cpu_stats(a->stats_fds[i], a->cpus[i], ret) == 0)
+		return;
+	(void)tracefs_read_cpu_stats(a->tracefs, a->cpus[i], ret);
+}
+
+void agent_close_cpu_stats(struct agent *a)
+{
+	for (uint32_t k = 0; a->stats_fds && k < a->nr_cpu_dirs; k++)
+		if (a->stats_fds[k] >= 0)
+			close(a->stats_fds[k]);
+	free(a->stats_fds);
+	a->stats_fds = NULL;
+}
 
 void agent_queue_lost(struct agent *a, bool force)
 {
@@ -25,7 +52,7 @@ void agent_queue_lost(struct agent *a, bool force)
 		return;
 	for (uint32_t i = 0; i < a->nr_cpu_dirs; i++) {
 		cpus[i].cpu = a->cpus[i];
-		(void)tracefs_read_cpu_stats(a->tracefs, a->cpus[i], &cpus[i]);
+		read_cpu_stats(a, i, &cpus[i]);
 		if (memcmp(&cpus[i], &a->lost_last[i], sizeof(cpus[i])) != 0)
 			changed = true;
 	}

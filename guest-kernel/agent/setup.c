@@ -262,5 +262,6 @@ void agent_free(struct agent *a)
 	free(a->modules);
 	cmdlines_clear(&a->cmdlines);
 	free(a->lost_last);
+	agent_close_cpu_stats(a);
 	latency_done(&a->lat);
 }

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -174,6 +175,40 @@ int tracefs_read_cpu_stats(const char *root, uint32_t cpu, struct smp_lost_cpu *
 	r = read_file(path, TRACEFS_FILE_MAX, &text, NULL);
 	if (r < 0)
 		return r;
+	r = tracefs_parse_cpu_stats(text, &c);
+	if (r < 0)
+		return r;
+	*ret = c;
+	return 0;
+}
+
+int tracefs_open_cpu_stats(const char *root, uint32_t cpu)
+{
+	char path[4096];
+	int r, fd;
+
+	r = path_fmt(path, sizeof(path), "%s/per_cpu/cpu%" PRIu32 "/stats", root, cpu);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? negerrno() : fd;
+}
+
+int tracefs_pread_cpu_stats(int fd, uint32_t cpu, struct smp_lost_cpu *ret)
+{
+	struct smp_lost_cpu c = { .cpu = cpu };
+	char text[1024];	/* 8 lines of at most 40 bytes */
+	ssize_t n;
+	int r;
+
+	do
+		n = pread(fd, text, sizeof(text) - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return negerrno();
+	if ((size_t)n == sizeof(text) - 1)
+		return -EFBIG;
+	text[n] = '\0';
 	r = tracefs_parse_cpu_stats(text, &c);
 	if (r < 0)
 		return r;

@@ -46,6 +46,14 @@ int tracefs_read_map_stat(const char *root, struct map_stat *ret);
 int tracefs_parse_cpu_stats(const char *text, struct smp_lost_cpu *ret);
 int tracefs_read_cpu_stats(const char *root, uint32_t cpu, struct smp_lost_cpu *ret);
 /*
+ * The same kept open, for the rescan: tracefs_open_cpu_stats() returns an fd (or
+ * -errno), tracefs_pread_cpu_stats() reads it from offset 0 in one pread(). The kernel
+ * formats the whole file at every read() (tracing_stats_read()), the one that finds
+ * its end included: a whole-file read costs two formats, an open and a close.
+ */
+int tracefs_open_cpu_stats(const char *root, uint32_t cpu);
+int tracefs_pread_cpu_stats(int fd, uint32_t cpu, struct smp_lost_cpu *ret);
+/*
  * Events still counted in the ring buffer ("entries:" of per_cpu/cpuN/stats, summed
  * over @cpus) when tracing is off (tracing_on reads 0): after a full drain, events no
  * read returned. -EBUSY while tracing is on (new events make the count meaningless).

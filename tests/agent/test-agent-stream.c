@@ -117,6 +117,24 @@ static void put_text(const char *rel, const char *text)
 	put_file(rel, text, strlen(text));
 }
 
+/* Rewrite a file in place with text of the same length, as tracefs changes a file an
+ * agent keeps open (per_cpu/cpuN/stats): never replaced, one write. */
+static void put_text_in_place(const char *rel, const char *text)
+{
+	char path[1024];
+	struct stat st;
+	int fd;
+
+	pathf(path, sizeof(path), "%s", rel);
+	fd = open(path, O_WRONLY);
+	if (fd < 0 || fstat(fd, &st) < 0 || (size_t)st.st_size != strlen(text) ||
+	    pwrite(fd, text, strlen(text), 0) != (ssize_t)strlen(text)) {
+		perror(path);
+		exit(1);
+	}
+	close(fd);
+}
+
 static void put_fifo(const char *rel)
 {
 	char path[1024];
@@ -311,6 +329,7 @@ struct rx {
 					 * could not see) */
 	uint64_t lost_dropped_frames;
 	uint64_t lost_read_events;
+	uint64_t lost_overrun;		/* of the second CPU, in the last LOST */
 	uint64_t agent_cpu_ns;
 	uint64_t agent_writes;
 	uint64_t bytes_rx;
@@ -515,6 +534,7 @@ static void apply(struct rx *r, const struct smp_frame *f)
 		r->lost_dropped_frames = lost.agent_dropped_frames;
 		smp_lost_cpu(&lost, 1, &c);
 		r->lost_read_events = c.read_events;
+		r->lost_overrun = c.overrun;
 		break;
 	case SMP_STATS:
 		if (smp_stats_decode(&nr, f->payload, f->len) < 0) {
@@ -1033,6 +1053,11 @@ static void scenario_end(void)
 
 static unsigned want_cmdlines;
 
+static bool got_overrun(struct rx *r)
+{
+	return r->lost_overrun == 7;
+}
+
 static bool got_cmdlines(struct rx *r)
 {
 	return r->cmdlines_frames >= want_cmdlines;
@@ -1174,6 +1199,12 @@ static void scenario_main(void)
 	   "a module's use count and users changed: no new MODULES or KSYMS (generation %u)",
 	   rx.modules_last_gen);
 	put_text("tracefs/saved_cmdlines", "42 make\n1 init\n77 cc1\n");
+	/* an overrun in per_cpu/cpu1/stats, which the agent keeps open: a LOST with it */
+	put_text_in_place("tracefs/per_cpu/cpu1/stats", "entries: 0\noverrun: 7\n"
+			  "commit overrun: 0\nbytes: 0\noldest event ts: 0.000000\n"
+			  "now ts: 1.000000\ndropped events: 0\nread events: 0\n");
+	ok(rx_pump(&rx, TIMEOUT_MS, got_overrun),
+	   "LOST: the second CPU's overrun, read again from the stats file kept open");
 
 	/* 4. the host goes away in the middle of a frame while tracing goes on */
 	rx.ack = false;
