@@ -113,7 +113,7 @@ struct agent {
 	/* the metadata snapshot of this stream */
 	char *formats;		/* NUL-separated names sent in this stream */
 	size_t formats_len;
-	char *modules;		/* the last /proc/modules sent */
+	char *modules;		/* the last /proc/modules read, its module symbols sent */
 	size_t ksyms_len;	/* bytes of the last kallsyms sent (window_full()'s reserve) */
 	size_t modules_len;	/* bytes of the last /proc/modules sent */
 	uint32_t ksyms_gen;

@@ -260,8 +260,15 @@ static void modules_rescan(struct agent *a, struct win *w)
 
 	if (read_file_at(a->o.procfs, "modules", KALLSYMS_MAX, &mods, &len) < 0)
 		return;
-	if (a->modules && !modules_differ(a->modules, mods))
+	if (a->modules && !strcmp(a->modules, mods))
 		return;
+	if (a->modules && !modules_differ(a->modules, mods)) {
+		/* the same symbols: compare the next reads with this one (strcmp() alone) */
+		free(a->modules);
+		a->modules = mods;
+		mods = NULL;
+		return;
+	}
 	a->ksyms_gen++;
 	a->modules_gen++;
 	log_info("module list changed: KSYMS and MODULES generation %" PRIu32,
