@@ -17,7 +17,8 @@
  *                    every page is present from the start), open pagemap;
  *   arena_refresh()  read every page's physical address; says whether the list
  *                    changed since the last one (locked pages can still be moved by
- *                    compaction or migration), checked at every rescan;
+ *                    compaction or migration), checked at a rescan when /proc/vmstat
+ *                    says a page may have moved (sysinfo.h, page moves);
  *   arena_encode()   the list as ARENA frames for the session (session.h,
  *                    sess_set_arena()), sent after each WELCOME and after a change;
  *   arena_done().
@@ -27,7 +28,8 @@
  * by its CRCs), never a wrong one in a valid frame's place, except a frame of the same
  * stream that was superseded in place - which cannot happen between refreshes unless
  * the window was reset or spliced (both rare and followed by the next refresh). The
- * window is at most --rescan-ms out of date.
+ * list is at most two --rescan-ms out of date (a move counted after the rescan that
+ * read vmstat is seen at the next).
  */
 #ifndef SMG_ARENA_H
 #define SMG_ARENA_H
