@@ -3,9 +3,19 @@
  * link-libvirt.c - a libvirt channel's non-blocking virStream as a HaLink (link.h).
  *
  * The stream's events come through libvirt's event loop, which gvir_event_register()
- * (ha_libvirt_init()) put on GLib's main loop. READABLE, HANGUP and ERROR all mean
- * "read now" (the read returns the data, 0 or the error); WRITABLE is asked for only
- * while want-write is on. virStreamRecv/Send return -2 for "would block".
+ * (ha_libvirt_init()) put on GLib's main loop, on the main thread, while the link
+ * lives on its connection's thread (link.h): on_stream() relays them there
+ * (ha_link_relay_notify()), and the link reads and writes the stream from its own
+ * thread (libvirt's streams and their event calls are thread-safe; the client's
+ * socket is read on the event loop's thread, the packets queued for the stream).
+ * READABLE, HANGUP and ERROR all mean "read now" (the read returns the data, 0 or
+ * the error); WRITABLE is asked for only while want-write is on.
+ * virStreamRecv/Send return -2 for "would block".
+ *
+ * The event callback's opaque is a reference to the link's relay, dropped by libvirt
+ * through its free callback once it will call on_stream() no more (after a dispatch
+ * in progress on the main thread when the link closed, too): a late event finds the
+ * relay, never a freed link.
  */
 #include "link-libvirt.h"
 
@@ -26,6 +36,7 @@ typedef struct {
 	bool cb;		/* the event callback is registered */
 } StreamLink;
 
+/* On libvirt's event loop (the main thread): @opaque is the link's relay. */
 static void on_stream(virStreamPtr st, int events, void *opaque)
 {
 	HaLinkEvents ev = 0;
@@ -35,15 +46,19 @@ static void on_stream(virStreamPtr st, int events, void *opaque)
 	if (events & READ_EVENTS)
 		ev |= HA_LINK_READABLE;
 	if (ev)
-		ha_link_notify(opaque, ev);
+		ha_link_relay_notify(opaque, ev);
 }
 
 static bool st_start(HaLink *l, GError **error)
 {
 	StreamLink *s = (StreamLink *)l;
+	HaLinkRelay *r = ha_link_relay_ref(l);
 
-	if (virStreamEventAddCallback(s->st, READ_EVENTS, on_stream, s, NULL) < 0) {
+	if (virStreamEventAddCallback(s->st, READ_EVENTS, on_stream, r,
+				      ha_link_relay_unref) < 0) {
 		g_autofree char *why = ha_lv_error();
+
+		ha_link_relay_unref(r);
 
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "stream events: %s", why);
 		return false;

@@ -19,10 +19,103 @@ void ha_link_notify(HaLink *l, HaLinkEvents ev)
 		l->fn(l, ev, l->user);
 }
 
+guint ha_link_attach(HaLink *l, GSource *src)
+{
+	guint id = g_source_attach(src, l->ctx);
+
+	g_source_unref(src);
+	return id;
+}
+
+/* ---- notifications from other threads (link-impl.h) ------------------------------ */
+
+struct _HaLinkRelay {
+	gint ref;
+	GMutex lock;		/* the fields below */
+	HaLink *link;		/* NULL once closed */
+	GMainContext *ctx;
+	HaLinkEvents pending;
+	GSource *src;		/* attached to ctx while events are pending */
+};
+
+HaLinkRelay *ha_link_relay_ref(HaLink *l)
+{
+	g_atomic_int_inc(&l->relay->ref);
+	return l->relay;
+}
+
+void ha_link_relay_unref(void *p)
+{
+	HaLinkRelay *r = p;
+
+	if (!g_atomic_int_dec_and_test(&r->ref))
+		return;
+	g_mutex_clear(&r->lock);
+	g_main_context_unref(r->ctx);
+	g_free(r);
+}
+
+/* On the link's thread, where it is closed too: once the lock is dropped, the link
+ * read under it stays valid until this returns. */
+static gboolean on_relayed(gpointer user)
+{
+	HaLinkRelay *r = user;
+	HaLinkEvents ev;
+	HaLink *l;
+
+	g_mutex_lock(&r->lock);
+	ev = r->pending;
+	r->pending = 0;
+	g_clear_pointer(&r->src, g_source_unref);
+	l = r->link;
+	g_mutex_unlock(&r->lock);
+	if (l && ev)
+		ha_link_notify(l, ev);
+	return G_SOURCE_REMOVE;
+}
+
+void ha_link_relay_notify(HaLinkRelay *r, HaLinkEvents ev)
+{
+	g_mutex_lock(&r->lock);
+	if (r->link) {
+		r->pending |= ev;
+		if (!r->src) {
+			/* at an fd watch's priority, as a readable socket's would be */
+			r->src = g_idle_source_new();
+			g_source_set_priority(r->src, G_PRIORITY_DEFAULT);
+			g_source_set_callback(r->src, on_relayed, r, NULL);
+			g_source_set_static_name(r->src, "host-agent link relay");
+			g_source_attach(r->src, r->ctx);
+		}
+	}
+	g_mutex_unlock(&r->lock);
+}
+
+/* The link closes (its thread): no relayed event reaches it from here on. */
+static void relay_close(HaLinkRelay *r)
+{
+	g_mutex_lock(&r->lock);
+	r->link = NULL;
+	if (r->src) {
+		g_source_destroy(r->src);
+		g_clear_pointer(&r->src, g_source_unref);
+	}
+	g_mutex_unlock(&r->lock);
+	ha_link_relay_unref(r);
+}
+
 bool ha_link_start(HaLink *l, HaLinkFunc fn, void *user, GError **error)
 {
+	HaLinkRelay *r = g_new0(HaLinkRelay, 1);
+
 	l->fn = fn;
 	l->user = user;
+	l->ctx = g_main_context_ref_thread_default();
+	r->ref = 1;
+	g_mutex_init(&r->lock);
+	r->link = l;
+	r->ctx = g_main_context_ref(l->ctx);
+	l->relay = r;
 	return l->ops->start(l, error);
 }
 
@@ -65,13 +158,19 @@ const char *ha_link_name(const HaLink *l)
 
 void ha_link_close(HaLink *l)
 {
+	GMainContext *ctx;
 	char *name;
 
 	if (!l)
 		return;
 	name = l->name;
 	l->fn = NULL;
+	if (l->relay)
+		relay_close(l->relay);
+	ctx = l->ctx;
 	l->ops->close(l);
+	if (ctx)
+		g_main_context_unref(ctx);
 	g_free(name);
 }
 
@@ -80,8 +179,8 @@ void ha_link_close(HaLink *l)
 typedef struct {
 	HaLink link;
 	int fd;
-	guint in_watch;
-	guint out_watch;	/* G_IO_OUT while want-write is on */
+	GSource *in_watch;
+	GSource *out_watch;	/* G_IO_OUT while want-write is on */
 } FdLink;
 
 static gboolean on_fd_in(gint fd, GIOCondition cond, gpointer user)
@@ -99,11 +198,29 @@ static gboolean on_fd_out(gint fd, GIOCondition cond, gpointer user)
 	return G_SOURCE_CONTINUE;
 }
 
+/* A watch of the fd on the link's context (its thread's). */
+static GSource *fd_watch(FdLink *f, GIOCondition cond, GUnixFDSourceFunc fn)
+{
+	GSource *src = g_unix_fd_source_new(f->fd, cond);
+
+	g_source_set_callback(src, (GSourceFunc)(void (*)(void))fn, f, NULL);
+	g_source_attach(src, f->link.ctx);
+	return src;
+}
+
+static void unwatch(GSource **src)
+{
+	if (*src) {
+		g_source_destroy(*src);
+		g_clear_pointer(src, g_source_unref);
+	}
+}
+
+static void fd_want_read(HaLink *l, bool want);
+
 static bool fd_start(HaLink *l, GError **error)
 {
-	FdLink *f = (FdLink *)l;
-
-	f->in_watch = g_unix_fd_add(f->fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_fd_in, f);
+	fd_want_read(l, !l->no_read);
 	return true;
 }
 
@@ -136,11 +253,9 @@ static void fd_want_write(HaLink *l, bool want)
 	FdLink *f = (FdLink *)l;
 
 	if (want && !f->out_watch)
-		f->out_watch = g_unix_fd_add(f->fd, G_IO_OUT, on_fd_out, f);
-	if (!want && f->out_watch) {
-		g_source_remove(f->out_watch);
-		f->out_watch = 0;
-	}
+		f->out_watch = fd_watch(f, G_IO_OUT, on_fd_out);
+	if (!want)
+		unwatch(&f->out_watch);
 }
 
 static void fd_want_read(HaLink *l, bool want)
@@ -148,21 +263,17 @@ static void fd_want_read(HaLink *l, bool want)
 	FdLink *f = (FdLink *)l;
 
 	if (want && !f->in_watch)
-		f->in_watch = g_unix_fd_add(f->fd, G_IO_IN | G_IO_HUP | G_IO_ERR, on_fd_in, f);
-	if (!want && f->in_watch) {
-		g_source_remove(f->in_watch);
-		f->in_watch = 0;
-	}
+		f->in_watch = fd_watch(f, G_IO_IN | G_IO_HUP | G_IO_ERR, on_fd_in);
+	if (!want)
+		unwatch(&f->in_watch);
 }
 
 static void fd_close(HaLink *l)
 {
 	FdLink *f = (FdLink *)l;
 
-	if (f->in_watch)
-		g_source_remove(f->in_watch);
-	if (f->out_watch)
-		g_source_remove(f->out_watch);
+	unwatch(&f->in_watch);
+	unwatch(&f->out_watch);
 	close(f->fd);
 	g_free(f);
 }
