@@ -7,56 +7,126 @@
 #include <string.h>
 
 struct _HaDriver {
+	/* constant from ha_driver_new() to ha_driver_free() */
 	HaStore *store;
-	HaLink *link;		/* NULL once ended */
-	HaConn *conn;		/* NULL once ended */
 	char *domain;
-	guint more_idle;	/* reading goes on from here after READS_PER_WAKE */
-	guint commit_timer;
-	guint probe_timer;	/* clock probes (ha_conn_time_probe()) */
+	char *peer;		/* the link's name */
 	HaDriverEnded ended;
 	void *user;
+	GMainContext *ctx;	/* the connection's, the thread-default of @thread */
+	GMainContext *owner;	/* where HaDriverEnded runs */
+	GThread *thread;
+
+	/* the connection's thread only */
+	HaLink *link;		/* NULL once ended */
+	HaConn *conn;		/* NULL once ended */
+	GSource *more_idle;	/* reading goes on from here after READS_PER_WAKE */
+	GSource *commit_timer;
+	GSource *probe_timer;	/* clock probes (ha_conn_time_probe()) */
 	bool paused;		/* reads off until the commit in flight is done */
-	unsigned int busy;	/* inside one of our callbacks (nesting depth) */
-	bool freed;		/* ha_driver_free() ran while busy */
+	bool quit;		/* the thread's loop ends (ha_driver_free()) */
+
+	HaDriverHold *held;	/* the owners' thread only: ha_driver_hold_store() */
+	gint up;		/* atomic: the connection runs (ha_driver_running()) */
+	GMutex lock;		/* ended_src, between the two threads */
+	GSource *ended_src;	/* HaDriverEnded on its way to the owner's context */
 };
 
 /*
  * The running driver of each store (store -> driver). One connection per store at a
  * time: a store has one transaction (store.h), which a second connection's batches
  * would share, committing the first one's half-applied batch with its own and
- * acknowledging frames of the other stream. Main-loop thread only.
+ * acknowledging frames of the other stream. Entries are added by ha_driver_new() on
+ * the owners' thread and removed by the connection's thread once its HaConn is freed
+ * (so a next connection never overlaps the last one's close); under running_lock.
  */
+static GMutex running_lock;
 static GHashTable *running;
 
-/* Every entry point brackets its work with enter()/leave(): a driver freed by its
- * owner from HaDriverEnded is released only when the outermost one returns. */
-static void enter(HaDriver *d)
+/* ---- the connection's thread ------------------------------------------------------ */
+
+static gpointer driver_thread(gpointer user)
 {
-	d->busy++;
+	HaDriver *d = user;
+
+	g_main_context_push_thread_default(d->ctx);
+	while (!d->quit)
+		g_main_context_iteration(d->ctx, TRUE);
+	g_main_context_pop_thread_default(d->ctx);
+	return NULL;
 }
 
-/* False when the driver must not be touched any more (it was freed). */
-static bool leave(HaDriver *d)
+/* A call made on the connection's thread for another thread, which waits for it. */
+typedef struct {
+	HaDriver *d;
+	void (*fn)(HaDriver *d, void *data);
+	void *data;
+	GMutex lock;
+	GCond cond;
+	bool done;
+} SyncCall;
+
+static gboolean on_sync_call(gpointer user)
 {
-	if (--d->busy == 0 && d->freed) {
-		g_free(d);
-		return false;
+	SyncCall *c = user;
+
+	c->fn(c->d, c->data);
+	g_mutex_lock(&c->lock);
+	c->done = true;
+	g_cond_signal(&c->cond);
+	/* @c is the caller's, gone once it sees done: not touched after the unlock */
+	g_mutex_unlock(&c->lock);
+	return G_SOURCE_REMOVE;
+}
+
+/* Run @fn(@d, @data) on @d's thread, above any other source of it, and wait. */
+static void run_sync(HaDriver *d, void (*fn)(HaDriver *d, void *data), void *data)
+{
+	SyncCall c = { .d = d, .fn = fn, .data = data };
+	GSource *src;
+
+	if (g_thread_self() == d->thread) {
+		fn(d, data);
+		return;
 	}
-	return true;
+	g_mutex_init(&c.lock);
+	g_cond_init(&c.cond);
+	src = g_idle_source_new();
+	g_source_set_priority(src, G_PRIORITY_HIGH);
+	g_source_set_callback(src, on_sync_call, &c, NULL);
+	g_source_set_static_name(src, "host-agent driver call");
+	g_source_attach(src, d->ctx);
+	g_source_unref(src);
+	g_mutex_lock(&c.lock);
+	while (!c.done)
+		g_cond_wait(&c.cond, &c.lock);
+	g_mutex_unlock(&c.lock);
+	g_mutex_clear(&c.lock);
+	g_cond_clear(&c.cond);
+}
+
+/* A source of the connection's context (its thread's); its reference is returned. */
+static GSource *attach(HaDriver *d, GSource *src, gint priority, GSourceFunc fn)
+{
+	g_source_set_priority(src, priority);
+	g_source_set_callback(src, fn, d, NULL);
+	g_source_attach(src, d->ctx);
+	return src;
+}
+
+static void unsource(GSource **src)
+{
+	if (*src) {
+		g_source_destroy(*src);
+		g_clear_pointer(src, g_source_unref);
+	}
 }
 
 static void stop_sources(HaDriver *d)
 {
-	if (d->more_idle)
-		g_source_remove(d->more_idle);
-	d->more_idle = 0;
-	if (d->commit_timer)
-		g_source_remove(d->commit_timer);
-	d->commit_timer = 0;
-	if (d->probe_timer)
-		g_source_remove(d->probe_timer);
-	d->probe_timer = 0;
+	unsource(&d->more_idle);
+	unsource(&d->commit_timer);
+	unsource(&d->probe_timer);
 }
 
 /* Close the HaConn (recording how the stream ended) and the link. */
@@ -67,20 +137,44 @@ static void teardown(HaDriver *d, const char *why)
 	if (why)
 		g_message("%s: %s: %s", d->domain, ha_link_name(d->link), why);
 	stop_sources(d);
-	g_hash_table_remove(running, d->store);
 	ha_conn_close(d->conn);
 	g_clear_pointer(&d->conn, ha_conn_free);
 	g_clear_pointer(&d->link, ha_link_close);
+	g_atomic_int_set(&d->up, 0);
+	/* the store is free for the next connection only now */
+	g_mutex_lock(&running_lock);
+	if (g_hash_table_lookup(running, d->store) == d)
+		g_hash_table_remove(running, d->store);
+	g_mutex_unlock(&running_lock);
 }
 
-/* The connection ends by itself: tell the owner (who may free us). */
+/* On the owner's context. The owner may free @d from its callback. */
+static gboolean on_ended_owner(gpointer user)
+{
+	HaDriver *d = user;
+
+	g_mutex_lock(&d->lock);
+	g_clear_pointer(&d->ended_src, g_source_unref);
+	g_mutex_unlock(&d->lock);
+	d->ended(d, d->user);
+	return G_SOURCE_REMOVE;
+}
+
+/* The connection ends by itself: tell the owner, on its thread (who may free us). */
 static void end(HaDriver *d, const char *why)
 {
 	if (!d->conn)
 		return;
 	teardown(d, why);
-	if (d->ended)
-		d->ended(d, d->user);
+	if (!d->ended)
+		return;
+	g_mutex_lock(&d->lock);
+	d->ended_src = g_idle_source_new();
+	g_source_set_priority(d->ended_src, G_PRIORITY_DEFAULT);
+	g_source_set_callback(d->ended_src, on_ended_owner, d, NULL);
+	g_source_set_static_name(d->ended_src, "host-agent connection ended");
+	g_source_attach(d->ended_src, d->owner);
+	g_mutex_unlock(&d->lock);
 }
 
 /* Write what the connection holds; false when the link broke (the connection ended). */
@@ -116,10 +210,7 @@ static bool flush(HaDriver *d, bool sync)
 {
 	g_autoptr(GError) e = NULL;
 
-	if (d->commit_timer) {
-		g_source_remove(d->commit_timer);
-		d->commit_timer = 0;
-	}
+	unsource(&d->commit_timer);
 	if (!(sync ? ha_conn_flush(d->conn, &e) : ha_conn_flush_start(d->conn, &e))) {
 		g_critical("%s: %s", d->domain, e->message);
 		end(d, "closing the connection: the batch was not stored");
@@ -132,10 +223,8 @@ static gboolean on_commit_timer(gpointer user)
 {
 	HaDriver *d = user;
 
-	d->commit_timer = 0;
-	enter(d);
+	g_clear_pointer(&d->commit_timer, g_source_unref);
 	flush(d, false);
-	leave(d);
 	return G_SOURCE_REMOVE;
 }
 
@@ -147,7 +236,8 @@ static bool input_dry(HaDriver *d)
 	if (!due)
 		return flush(d, false);
 	if (!d->commit_timer)
-		d->commit_timer = g_timeout_add(due, on_commit_timer, d);
+		d->commit_timer = attach(d, g_timeout_source_new(due), G_PRIORITY_DEFAULT,
+					 on_commit_timer);
 	return write_output(d);
 }
 
@@ -160,7 +250,8 @@ static gboolean on_more_input(gpointer user);
 static void read_more_later(HaDriver *d)
 {
 	if (!d->more_idle)
-		d->more_idle = g_idle_add_full(G_PRIORITY_DEFAULT, on_more_input, d, NULL);
+		d->more_idle = attach(d, g_idle_source_new(), G_PRIORITY_DEFAULT,
+				      on_more_input);
 }
 
 enum step { STEP_MORE, STEP_DRY, STEP_PAUSED, STEP_ENDED };
@@ -201,10 +292,8 @@ static gboolean on_more_input(gpointer user)
 {
 	HaDriver *d = user;
 
-	d->more_idle = 0;
-	enter(d);
+	g_clear_pointer(&d->more_idle, g_source_unref);
 	read_input(d);
-	leave(d);
 	return G_SOURCE_REMOVE;
 }
 
@@ -225,88 +314,143 @@ static void on_committed(HaConn *c, const GError *error, void *user)
 	HaDriver *d = user;
 
 	(void)c;
-	enter(d);
 	if (error) {
 		g_critical("%s: %s", d->domain, error->message);
 		end(d, "closing the connection: the batch was not stored");
 	} else if (write_output(d)) {
 		resume(d);
 	}
-	leave(d);
 }
 
 static void on_link(HaLink *l, HaLinkEvents ev, void *user)
 {
 	HaDriver *d = user;
 
-	enter(d);
 	if ((ev & HA_LINK_WRITABLE) && !write_output(d))
-		goto out;
+		return;
 	if ((ev & HA_LINK_READABLE) && d->conn) {
 		/* one wake per iteration: the continuation is this read, not one more */
-		if (d->more_idle) {
-			g_source_remove(d->more_idle);
-			d->more_idle = 0;
-		}
+		unsource(&d->more_idle);
 		read_input(d);
 	}
-out:
-	leave(d);
 }
 
 static gboolean on_probe_timer(gpointer user)
 {
 	HaDriver *d = user;
 
-	enter(d);
 	if (ha_conn_time_probe(d->conn))
 		write_output(d);
-	leave(d);
 	return G_SOURCE_CONTINUE;	/* removed by teardown() when the connection ends */
+}
+
+/* What ha_driver_new() starts on the connection's thread. */
+typedef struct {
+	HaLink *link;
+	const HaLimits *limits;
+	GError **error;
+	bool ok;
+} StartArgs;
+
+static void start_call(HaDriver *d, void *data)
+{
+	StartArgs *a = data;
+
+	d->link = a->link;
+	d->conn = ha_conn_new(d->store, a->limits, d->domain, ha_link_name(a->link));
+	ha_conn_set_committed(d->conn, on_committed, d);
+	g_atomic_int_set(&d->up, 1);
+	a->ok = ha_link_start(a->link, on_link, d, a->error);
+	if (!a->ok) {
+		teardown(d, NULL);
+		return;
+	}
+	if (a->limits->time_probe_ms)
+		d->probe_timer = attach(d, g_timeout_source_new(a->limits->time_probe_ms),
+					G_PRIORITY_DEFAULT, on_probe_timer);
+}
+
+static void quit_call(HaDriver *d, void *why)
+{
+	teardown(d, why);
+	d->quit = true;
+}
+
+/* End the thread (closing the connection first) and free @d. */
+static void destroy(HaDriver *d, const char *why)
+{
+	run_sync(d, quit_call, (void *)why);
+	g_thread_join(d->thread);
+	/* the thread is gone: nothing attaches ended_src any more */
+	if (d->ended_src) {
+		g_source_destroy(d->ended_src);
+		g_source_unref(d->ended_src);
+	}
+	g_main_context_unref(d->ctx);
+	g_main_context_unref(d->owner);
+	g_mutex_clear(&d->lock);
+	g_free(d->domain);
+	g_free(d->peer);
+	g_free(d);
 }
 
 HaDriver *ha_driver_new(HaLink *link, HaStore *store, const HaLimits *limits,
 			const char *domain, HaDriverEnded ended, void *user,
 			GError **error)
 {
+	StartArgs a = { .link = link, .limits = limits, .error = error };
 	HaDriver *d, *other;
 
+	g_mutex_lock(&running_lock);
 	if (!running)
 		running = g_hash_table_new(g_direct_hash, g_direct_equal);
 	other = g_hash_table_lookup(running, store);
 	if (other) {
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_BUSY, "%s: refusing a second connection"
 			    " while %s is connected to this store (one connection per store"
-			    " at a time)",
-			    ha_link_name(link), ha_link_name(other->link));
+			    " at a time)", ha_link_name(link), other->peer);
+		g_mutex_unlock(&running_lock);
 		ha_link_close(link);
 		return NULL;
 	}
 	d = g_new0(HaDriver, 1);
 	d->store = store;
 	d->domain = g_strdup(domain);
+	d->peer = g_strdup(ha_link_name(link));
+	g_hash_table_insert(running, store, d);
+	g_mutex_unlock(&running_lock);
 	d->ended = ended;
 	d->user = user;
-	d->link = link;
-	d->conn = ha_conn_new(store, limits, domain, ha_link_name(link));
-	ha_conn_set_committed(d->conn, on_committed, d);
-	g_hash_table_insert(running, store, d);
-	if (!ha_link_start(link, on_link, d, error)) {
-		d->ended = NULL;
-		ha_driver_free(d, NULL);
+	g_mutex_init(&d->lock);
+	d->owner = g_main_context_ref_thread_default();
+	d->ctx = g_main_context_new();
+	d->thread = g_thread_try_new("ha-conn", driver_thread, d, error);
+	if (!d->thread) {
+		g_mutex_lock(&running_lock);
+		g_hash_table_remove(running, store);
+		g_mutex_unlock(&running_lock);
+		ha_link_close(link);
+		g_main_context_unref(d->ctx);
+		g_main_context_unref(d->owner);
+		g_mutex_clear(&d->lock);
+		g_free(d->domain);
+		g_free(d->peer);
+		g_free(d);
 		return NULL;
 	}
-	if (limits->time_probe_ms)
-		d->probe_timer = g_timeout_add(limits->time_probe_ms, on_probe_timer, d);
+	run_sync(d, start_call, &a);
+	if (!a.ok) {
+		destroy(d, NULL);
+		return NULL;
+	}
 	g_message("%s: connected (%s)", domain, ha_link_name(link));
 	return d;
 }
 
-bool ha_driver_drain(HaDriver *d)
+static void drain_call(HaDriver *d, void *data)
 {
-	bool up;
+	bool *up = data;
 
-	enter(d);
 	for (;;) {
 		enum step st = d->conn ? read_input(d) : STEP_ENDED;
 
@@ -321,28 +465,129 @@ bool ha_driver_drain(HaDriver *d)
 	}
 	if (d->conn)
 		flush(d, true);
-	up = d->conn != NULL;
-	return leave(d) && up;
+	*up = d->conn != NULL;
+}
+
+bool ha_driver_drain(HaDriver *d)
+{
+	bool up = false;
+
+	run_sync(d, drain_call, &up);
+	return up;
 }
 
 bool ha_driver_running(const HaDriver *d)
 {
-	return d->conn != NULL;
+	return g_atomic_int_get(&d->up) != 0;
 }
 
-const HaConnStats *ha_driver_stats(const HaDriver *d)
+typedef struct {
+	HaConnStats *ret;
+	bool up;
+} StatsArgs;
+
+static void stats_call(HaDriver *d, void *data)
 {
-	return d->conn ? ha_conn_stats(d->conn) : NULL;
+	StatsArgs *a = data;
+
+	a->up = d->conn != NULL;
+	if (a->up)
+		*a->ret = *ha_conn_stats(d->conn);
+}
+
+bool ha_driver_stats(HaDriver *d, HaConnStats *ret)
+{
+	StatsArgs a = { .ret = ret };
+
+	run_sync(d, stats_call, &a);
+	return a.up;
 }
 
 void ha_driver_free(HaDriver *d, const char *why)
 {
-	if (!d || d->freed)
+	if (!d)
 		return;
-	teardown(d, why);
-	g_free(d->domain);
-	d->domain = NULL;
-	d->freed = true;
-	if (!d->busy)
-		g_free(d);
+	g_return_if_fail(g_thread_self() != d->thread);
+	destroy(d, why);
+}
+
+/* ---- another thread takes the store (ha_driver_hold_store()) ------------------------ */
+
+struct _HaDriverHold {
+	HaDriver *d;
+	unsigned int depth;	/* holds nested on the holder's thread, less one */
+	GMutex lock;
+	GCond cond;
+	bool parked;		/* the connection's thread waits */
+	bool released;
+};
+
+
+
+/* On the connection's thread, which waits here until the holder is done; it frees @h. */
+static gboolean on_hold(gpointer user)
+{
+	HaDriverHold *h = user;
+
+	g_mutex_lock(&h->lock);
+	h->parked = true;
+	g_cond_broadcast(&h->cond);
+	while (!h->released)
+		g_cond_wait(&h->cond, &h->lock);
+	g_mutex_unlock(&h->lock);
+	g_mutex_clear(&h->lock);
+	g_cond_clear(&h->cond);
+	g_free(h);
+	return G_SOURCE_REMOVE;
+}
+
+HaDriverHold *ha_driver_hold_store(HaStore *store)
+{
+	HaDriverHold *h;
+	HaDriver *d;
+	GSource *src;
+
+	g_mutex_lock(&running_lock);
+	d = running ? g_hash_table_lookup(running, store) : NULL;
+	g_mutex_unlock(&running_lock);
+	/* no connection on it, or we are its thread */
+	if (!d || g_thread_self() == d->thread)
+		return NULL;
+	if (d->held) {
+		/* nested: the holder's thread holds it already */
+		d->held->depth++;
+		return d->held;
+	}
+	h = g_new0(HaDriverHold, 1);
+	h->d = d;
+	g_mutex_init(&h->lock);
+	g_cond_init(&h->cond);
+	src = g_idle_source_new();
+	g_source_set_priority(src, G_PRIORITY_HIGH);
+	g_source_set_callback(src, on_hold, h, NULL);
+	g_source_set_static_name(src, "host-agent store held");
+	g_source_attach(src, d->ctx);
+	g_source_unref(src);
+	g_mutex_lock(&h->lock);
+	while (!h->parked)
+		g_cond_wait(&h->cond, &h->lock);
+	g_mutex_unlock(&h->lock);
+	d->held = h;
+	return h;
+}
+
+void ha_driver_release(HaDriverHold *h)
+{
+	if (!h)
+		return;
+	if (h->depth) {
+		h->depth--;
+		return;
+	}
+	h->d->held = NULL;
+	/* @h is the parked thread's to free from here */
+	g_mutex_lock(&h->lock);
+	h->released = true;
+	g_cond_broadcast(&h->cond);
+	g_mutex_unlock(&h->lock);
 }

@@ -606,7 +606,8 @@ void ingest_compact_schedule(HaConn *c)
 	g_source_set_priority(c->compact_src, G_PRIORITY_LOW);
 	g_source_set_callback(c->compact_src, on_compact_idle, c, NULL);
 	g_source_set_static_name(c->compact_src, "host-agent chunk compaction");
-	g_source_attach(c->compact_src, g_main_context_get_thread_default());
+	/* the connection's context (its thread's), whichever thread commits */
+	g_source_attach(c->compact_src, c->ctx ? c->ctx : g_main_context_get_thread_default());
 }
 
 void ingest_compact_finish(HaConn *c)

@@ -57,7 +57,7 @@ struct _IngestFlight {
 
 /* Commit threads of every connection: a commit is mostly waiting for its fsync, so a
  * few more than the cores, each connection with at most one commit in flight. */
-static GThreadPool *pool;
+static GThreadPool *pool;	/* g_once_init_enter() */
 
 static IngestFlight *take(HaConn *c)
 {
@@ -283,13 +283,17 @@ static gint smaller_first(gconstpointer a, gconstpointer b, gpointer user)
 /* The write step on a commit thread; finish() from on_done() on our thread. */
 static void launch(HaConn *c, IngestFlight *f)
 {
-	if (!pool) {
+	/* made once, by whichever connection's thread commits first */
+	if (g_once_init_enter(&pool)) {
 		int n_threads = (int)CLAMP(2 * g_get_num_processors(), 4, 32);
+		GThreadPool *p = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
 
-		pool = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
-		g_thread_pool_set_sort_function(pool, smaller_first, NULL);
+		g_thread_pool_set_sort_function(p, smaller_first, NULL);
+		g_once_init_leave(&pool, p);
 	}
-	f->ctx = g_main_context_ref_thread_default();
+	/* told back on the connection's thread (ha_conn_set_committed()), whichever
+	 * thread started it (a post-mortem's, ha_driver_hold_store()) */
+	f->ctx = g_main_context_ref(c->ctx);
 	f->done = g_idle_source_new();
 	/* Above the links' readable notifications: a commit done is acknowledged (and
 	 * the next one started) at the next iteration, before any connection reads

@@ -25,7 +25,9 @@
  * parks it in HaConn.cb_error; on the commit thread, in IngestFlight.error) fails the
  * frame and the batch: the session then never commits nor acknowledges it.
  *
- * Threads: a HaConn lives on its driver's thread (the main loop). Only the commit of
+ * Threads: a HaConn lives on its driver's thread (conn-driver.h; another thread may
+ * use it only while the driver's thread waits, ha_driver_hold_store(): its sources
+ * still go to HaConn.ctx, the connection's context). Only the commit of
  * one batch at a time runs elsewhere; while it does, the store is lent to it (store.h:
  * any store call of the connection's thread waits for it), the batch it writes is
  * HaConn.flight's alone, and the connection fills HaConn.fill, the other IngestBatch.
@@ -233,6 +235,7 @@ struct _HaConn {
 	uint8_t *held_payload;
 	HaConnCommitted committed;	/* async commits: told on our thread */
 	void *committed_user;
+	GMainContext *ctx;	/* our thread's, from ha_conn_set_committed() */
 
 	/* output */
 	GByteArray *out;

@@ -82,6 +82,8 @@ void ha_conn_free(HaConn *c)
 	g_clear_error(&c->cb_error);
 	g_free(c->held_payload);
 	g_clear_pointer(&c->recovered_pages, g_hash_table_destroy);
+	if (c->ctx)
+		g_main_context_unref(c->ctx);
 	g_free(c->domain);
 	g_free(c->peer);
 	g_free(c);
@@ -310,6 +312,8 @@ void ha_conn_set_committed(HaConn *c, HaConnCommitted fn, void *user)
 {
 	c->committed = fn;
 	c->committed_user = user;
+	if (!c->ctx)
+		c->ctx = g_main_context_ref_thread_default();
 }
 
 /* ---- sessions ------------------------------------------------------------------ */

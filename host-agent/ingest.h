@@ -37,10 +37,12 @@
  * the fuzzer).
  *
  * Main loop: besides the source's read watch and commit timer, a connection adds a
- * low-priority idle source of its own (the thread-default context's) that merges the
- * small chunks it stored (compact.h); ha_conn_close() merges what is left. A commit
- * made off the thread is told back by a source of G_PRIORITY_HIGH, above any link's
- * readable notification: its ACK goes out before another connection's next read.
+ * low-priority idle source of its own that merges the small chunks it stored
+ * (compact.h); ha_conn_close() merges what is left. A commit made off the thread is
+ * told back by a source of G_PRIORITY_HIGH, above the link's readable notification:
+ * its ACK goes out before the connection's next read. Both go to the connection's
+ * context: the thread-default one of the ha_conn_set_committed() call (its driver's
+ * thread, conn-driver.h), else the caller's.
  */
 #ifndef HA_INGEST_H
 #define HA_INGEST_H

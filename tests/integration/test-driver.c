@@ -11,10 +11,14 @@
  * applies and acknowledges everything buffered, past the reads-per-wake limit; on a
  * socket whose peer stopped reading, the write error ends the connection; a second
  * connection on a store while one runs is refused, and taken once the first ended.
- * Beside a guest whose input never runs dry (its link always readable, as a socket
- * with bytes waiting is), another guest's ACK is written as soon as its commit is done,
- * before the flooder reads again, and a frame it holds for a commit in flight is
- * applied and acknowledged while the flooder goes on.
+ * Each driver runs its connection on a thread of its own (conn-driver.h): the test
+ * reaches a link's backend under sc_lock, tells it what happened through the link's
+ * relay (as libvirt's event loop does), and waits for outcomes, never for a time.
+ * Beside a guest whose input never runs dry, another guest's ACKs and a frame it held
+ * for a commit in flight are acknowledged while the flooder goes on; and while one
+ * connection's thread is stopped in the middle of its read-and-apply loop (its link's
+ * read blocks until the test lets it go), another connection is acknowledged: its ACK
+ * is not held by that thread (on one loop for every connection it would be).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,6 +38,12 @@
 
 /* ---- a scripted link ----------------------------------------------------------- */
 
+/* Every Script and Flood field below is read or written under sc_lock: the backend
+ * runs on its connection's thread, the test on its own. sc_cond: a read blocked or
+ * let go (Script.block_at). */
+static GMutex sc_lock;
+static GCond sc_cond;
+
 typedef struct {
 	GByteArray *in;		/* what the guest sent, from in_off on unread */
 	size_t in_off;
@@ -44,6 +54,11 @@ typedef struct {
 	bool want_write;
 	bool closed;
 	HaLink *link;		/* NULL once closed */
+	HaLinkRelay *relay;	/* notifications from the test's thread (link-impl.h) */
+	/* a read with in_off at block_at or beyond (0: none) waits, blocked set, until
+	 * the test clears block_at: the connection's thread stops in its read loop */
+	size_t block_at;
+	bool blocked;
 } Script;
 
 typedef struct {
@@ -59,8 +74,16 @@ static bool sl_start(HaLink *l, GError **error)
 static ssize_t sl_read(HaLink *l, uint8_t *buf, size_t len)
 {
 	Script *sc = ((ScriptLink *)l)->sc;
-	size_t n = MIN(MIN(len, sc->read_max), sc->in->len - sc->in_off);
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+	size_t n;
 
+	while (sc->block_at && sc->in_off >= sc->block_at) {
+		sc->blocked = true;
+		g_cond_broadcast(&sc_cond);
+		g_cond_wait(&sc_cond, &sc_lock);
+	}
+	sc->blocked = false;
+	n = MIN(MIN(len, sc->read_max), sc->in->len - sc->in_off);
 	if (!n)
 		return -EAGAIN;
 	memcpy(buf, sc->in->data + sc->in_off, n);
@@ -71,6 +94,7 @@ static ssize_t sl_read(HaLink *l, uint8_t *buf, size_t len)
 static ssize_t sl_write(HaLink *l, const uint8_t *buf, size_t len)
 {
 	Script *sc = ((ScriptLink *)l)->sc;
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
 	size_t n = MIN(len, sc->room);
 
 	if (sc->write_err)
@@ -84,12 +108,15 @@ static ssize_t sl_write(HaLink *l, const uint8_t *buf, size_t len)
 
 static void sl_want_write(HaLink *l, bool want)
 {
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
 	((ScriptLink *)l)->sc->want_write = want;
 }
 
 static void sl_close(HaLink *l)
 {
 	Script *sc = ((ScriptLink *)l)->sc;
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
 
 	sc->closed = true;
 	sc->link = NULL;
@@ -116,24 +143,57 @@ static HaLink *script_link(Script *sc)
 	return &l->link;
 }
 
+/* Its driver started (the link's relay exists): the test may notify it from now on. */
+static void script_started(Script *sc)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	if (sc->link)
+		sc->relay = ha_link_relay_ref(sc->link);
+}
+
+/* As the link's backend would: on the link's thread, even once it is closed. */
+static void notify(Script *sc, HaLinkEvents ev)
+{
+	ha_link_relay_notify(sc->relay, ev);
+}
+
 static void script_free(Script *sc)
 {
+	if (sc->relay)
+		ha_link_relay_unref(sc->relay);
 	g_byte_array_unref(sc->in);
 	g_byte_array_unref(sc->out);
+}
+
+/* Change the script's input or room under the lock. */
+static void script_add(Script *sc, void (*put)(GByteArray *, uint64_t), uint64_t seq)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	put(sc->in, seq);
+}
+
+static void script_room(Script *sc, size_t room)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	sc->room = room;
 }
 
 /* ---- a flooding guest: its input never runs dry ----------------------------------- */
 
 /* Its link is readable as long as reads are wanted, as a socket's fd watch with bytes
- * waiting is: a source at the fd watch's priority, ready at every iteration. What it
- * sends: the same valid frame over and over, a duplicate the host checks and drops
- * (so it never pauses for a commit of its own). */
+ * waiting is: a source at the fd watch's priority, ready at every iteration of its
+ * connection's context. What it sends: the same valid frame over and over, a
+ * duplicate the host checks and drops (so it never pauses for a commit of its own). */
 typedef struct {
 	HaLink *link;		/* NULL once closed */
-	GSource *ready;
+	GSource *ready;		/* its connection's thread only */
 	GByteArray *in;		/* HELLO, then PAGE seq 1 forever after, from off on */
 	size_t off;
-	uint64_t reads;
+	uint64_t reads;		/* sc_lock */
+	bool closed;		/* sc_lock */
 	size_t read_max;
 } Flood;
 
@@ -159,7 +219,7 @@ static void fl_want_read(HaLink *l, bool want)
 		fl->ready = g_idle_source_new();
 		g_source_set_priority(fl->ready, G_PRIORITY_DEFAULT);
 		g_source_set_callback(fl->ready, fl_ready, fl, NULL);
-		g_source_attach(fl->ready, NULL);
+		g_source_attach(fl->ready, l->ctx);
 	} else if (!want && fl->ready) {
 		g_source_destroy(fl->ready);
 		g_clear_pointer(&fl->ready, g_source_unref);
@@ -185,7 +245,9 @@ static ssize_t fl_read(HaLink *l, uint8_t *buf, size_t len)
 	n = MIN(len, fl->read_max);
 	memcpy(buf, fl->in->data + fl->off, n);
 	fl->off += n;
+	g_mutex_lock(&sc_lock);
 	fl->reads++;
+	g_mutex_unlock(&sc_lock);
 	return (ssize_t)n;
 }
 
@@ -199,7 +261,10 @@ static void fl_close(HaLink *l)
 	Flood *fl = ((FloodLink *)l)->fl;
 
 	fl_want_read(l, false);
+	g_mutex_lock(&sc_lock);
 	fl->link = NULL;
+	fl->closed = true;
+	g_mutex_unlock(&sc_lock);
 	g_free(l);
 }
 
@@ -221,6 +286,20 @@ static HaLink *flood_link(Flood *fl)
 	l->fl = fl;
 	fl->link = &l->link;
 	return &l->link;
+}
+
+static uint64_t flood_reads(Flood *fl)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	return fl->reads;
+}
+
+static bool flooding(Flood *fl)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	return !fl->closed;
 }
 
 /* ---- frames -------------------------------------------------------------------- */
@@ -274,9 +353,16 @@ static void put_page(GByteArray *to, uint64_t seq)
 	put_frame(to, SMP_PAGE, seq, p, (size_t)n);
 }
 
+/* EPOCH seq with epoch seq - 1, the script_add() way. */
+static void put_epoch_seq(GByteArray *to, uint64_t seq)
+{
+	put_epoch(to, seq, seq - 1);
+}
+
 /* What the host wrote: the WELCOME's resume seq (0: none) and the last ACK (0: none). */
 static void parse_out(const GByteArray *out, uint64_t *ret_welcome, uint64_t *ret_ack)
 {
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
 	struct smp_decoder *d = smp_decoder_new(64);
 	struct smp_frame f;
 
@@ -303,7 +389,8 @@ static uint64_t last_ack(const GByteArray *out)
 	return a;
 }
 
-/* Run the main loop until @cond or 5 s (a bound for a broken build, not a timing). */
+/* Run the owner's loop (HaDriverEnded comes there) until @cond or 5 s (a bound for a
+ * broken build, not a timing). */
 static bool iterate_until(bool (*cond)(void *), void *arg)
 {
 	gint64 end = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
@@ -312,6 +399,12 @@ static bool iterate_until(bool (*cond)(void *), void *arg)
 		if (!g_main_context_iteration(NULL, FALSE))
 			g_usleep(1000);
 	return cond(arg);
+}
+
+static void put_hello_seq(GByteArray *to, uint64_t unused)
+{
+	(void)unused;
+	put_hello(to);
 }
 
 typedef struct {
@@ -324,6 +417,37 @@ static bool acked(void *p)
 	AckWait *w = p;
 
 	return last_ack(w->sc->out) >= w->ack;
+}
+
+/* The script's want-write is @want, or its output @len bytes. */
+static bool want_write_is(void *p)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+	AckWait *w = p;
+
+	return w->sc->want_write == (w->ack != 0);
+}
+
+static bool out_len_is(void *p)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+	AckWait *w = p;
+
+	return w->sc->out->len == w->ack;
+}
+
+static bool script_want_write(Script *sc)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	return sc->want_write;
+}
+
+static bool script_closed(Script *sc)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	return sc->closed;
 }
 
 /* The paced guest's ACK reached @ack, or the flooder made @reads_max reads (a bound
@@ -339,7 +463,7 @@ static bool flood_acked(void *p)
 {
 	FloodWait *w = p;
 
-	return last_ack(w->sc->out) >= w->ack || w->fl->reads >= w->reads_max;
+	return last_ack(w->sc->out) >= w->ack || flood_reads(w->fl) >= w->reads_max;
 }
 
 /* ---- the owner's side ------------------------------------------------------------ */
@@ -370,9 +494,9 @@ typedef struct {
 static bool ack_queued(void *p)
 {
 	QueuedWait *q = p;
-	const HaConnStats *st = ha_driver_stats(q->drv);
+	HaConnStats st;
 
-	return st && st->acked >= q->seq;
+	return ha_driver_stats(q->drv, &st) && st.acked >= q->seq;
 }
 
 static bool owner_ended(void *p)
@@ -397,6 +521,22 @@ static char *boot_ended(const char *db)
 	return v;
 }
 
+/* The script's link blocks in a read (the connection's thread stopped there). */
+static bool script_blocked(void *p)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	return ((Script *)p)->blocked;
+}
+
+static void script_unblock(Script *sc)
+{
+	g_autoptr(GMutexLocker) locker = g_mutex_locker_new(&sc_lock);
+
+	sc->block_at = 0;
+	g_cond_broadcast(&sc_cond);
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("ha-driver-XXXXXX", NULL);
@@ -418,51 +558,60 @@ int main(void)
 	/* 1. WELCOME into a link with no room: waits for WRITABLE, not for input. */
 	o.drv = ha_driver_new(script_link(&sc), store, &lim, "t", on_ended, &o, &e);
 	CHECK(o.drv != NULL, "driver over a scripted link");
-	sc.room = 0;
-	put_hello(sc.in);
-	ha_link_notify(sc.link, HA_LINK_READABLE);
-	CHECK(sc.out->len == 0 && sc.want_write, "a WELCOME the link cannot take: want-write"
-	      " on (%u bytes out, want %d)", sc.out->len, sc.want_write);
-	sc.room = 5;
-	ha_link_notify(sc.link, HA_LINK_WRITABLE);
-	CHECK(sc.out->len == 5 && sc.want_write, "5 bytes of room: 5 written, want-write"
-	      " stays on (%u)", sc.out->len);
-	sc.room = SIZE_MAX;
-	ha_link_notify(sc.link, HA_LINK_WRITABLE);
+	script_started(&sc);
+	script_room(&sc, 0);
+	script_add(&sc, put_hello_seq, 0);
+	notify(&sc, HA_LINK_READABLE);
+	w.ack = 1;
+	CHECK(iterate_until(want_write_is, &w) && last_ack(sc.out) == 0 &&
+	      iterate_until(out_len_is, &(AckWait){ &sc, 0 }),
+	      "a WELCOME the link cannot take: want-write on, nothing written");
+	script_room(&sc, 5);
+	notify(&sc, HA_LINK_WRITABLE);
+	CHECK(iterate_until(out_len_is, &(AckWait){ &sc, 5 }) && script_want_write(&sc),
+	      "5 bytes of room: 5 written, want-write stays on");
+	script_room(&sc, SIZE_MAX);
+	notify(&sc, HA_LINK_WRITABLE);
+	w.ack = 0;
+	CHECK(iterate_until(want_write_is, &w), "writable: want-write off");
 	parse_out(sc.out, &welcome, &ack);
-	CHECK(welcome == 1 && !sc.want_write, "writable: the whole WELCOME (resume %" PRIu64
-	      "), want-write off", welcome);
+	CHECK(welcome == 1, "the whole WELCOME written (resume %" PRIu64 ")", welcome);
 
 	/* 2. A frame, then nothing: the commit timer commits and ACKs it. */
-	put_epoch(sc.in, 1, 0);
-	put_epoch(sc.in, 2, 1);
-	ha_link_notify(sc.link, HA_LINK_READABLE);
+	script_add(&sc, put_epoch_seq, 1);
+	script_add(&sc, put_epoch_seq, 2);
+	notify(&sc, HA_LINK_READABLE);
 	w.ack = 2;
 	CHECK(iterate_until(acked, &w), "input dry: ACK 2 by the commit timer, no more input"
 	      " (ACK %" PRIu64 ")", last_ack(sc.out));
 
 	/* 3. ACK behind a full link, then written on WRITABLE alone. */
-	sc.room = 0;
-	put_epoch(sc.in, 3, 2);
-	ha_link_notify(sc.link, HA_LINK_READABLE);
-	CHECK(iterate_until(ack_queued, &(QueuedWait){ o.drv, 3 }) && sc.want_write &&
-	      last_ack(sc.out) == 2, "ACK 3, committed by the timer, waits in a full link");
-	sc.room = SIZE_MAX;
-	ha_link_notify(sc.link, HA_LINK_WRITABLE);
-	CHECK(last_ack(sc.out) == 3 && !sc.want_write, "and is written when writable (%"
-	      PRIu64 ")", last_ack(sc.out));
+	script_room(&sc, 0);
+	script_add(&sc, put_epoch_seq, 3);
+	notify(&sc, HA_LINK_READABLE);
+	CHECK(iterate_until(ack_queued, &(QueuedWait){ o.drv, 3 }) &&
+	      iterate_until(want_write_is, &(AckWait){ &sc, 1 }) && last_ack(sc.out) == 2,
+	      "ACK 3, committed by the timer, waits in a full link");
+	script_room(&sc, SIZE_MAX);
+	notify(&sc, HA_LINK_WRITABLE);
+	w.ack = 3;
+	CHECK(iterate_until(acked, &w) && iterate_until(want_write_is, &(AckWait){ &sc, 0 }),
+	      "and is written when writable (%" PRIu64 ")", last_ack(sc.out));
 
 	/* 4. A write error ends the connection; the owner frees the driver right there. */
 	o.free_in_ended = true;
+	g_mutex_lock(&sc_lock);
 	sc.write_err = -EPIPE;
-	put_epoch(sc.in, 4, 3);
-	ha_link_notify(sc.link, HA_LINK_READABLE);
+	g_mutex_unlock(&sc_lock);
+	script_add(&sc, put_epoch_seq, 4);
+	notify(&sc, HA_LINK_READABLE);
 	CHECK(iterate_until(owner_ended, &o), "write error: the owner is told");
-	CHECK(o.ended == 1 && o.drv == NULL && sc.closed, "once, the link closed, the driver"
-	      " freed from the callback");
+	CHECK(o.ended == 1 && o.drv == NULL && script_closed(&sc), "once, on its own thread,"
+	      " the link closed, the driver freed from the callback");
 	ended = boot_ended(db);
 	CHECK(ended && strcmp(ended, "disconnected") == 0, "boot recorded '%s'",
 	      ended ? ended : "(null)");
+	notify(&sc, HA_LINK_READABLE);	/* a late event of a closed link: nothing */
 	script_free(&sc);
 	ha_store_free(store);
 
@@ -470,12 +619,18 @@ int main(void)
 	store = ha_store_open(db2, false, &e);
 	o = (Owner){ 0 };
 	o.drv = ha_driver_new(script_link(&sc), store, &lim, "t", on_ended, &o, &e);
+	script_started(&sc);
+	g_mutex_lock(&sc_lock);
 	sc.read_max = 7;
 	put_hello(sc.in);
 	for (uint64_t i = 1; i <= 40; i++)
 		put_epoch(sc.in, i, i - 1);
-	CHECK(ha_driver_drain(o.drv) && sc.in_off == sc.in->len, "drain read all %u bytes"
-	      " (%zu)", sc.in->len, sc.in_off);
+	g_mutex_unlock(&sc_lock);
+	CHECK(ha_driver_drain(o.drv), "drain: the connection is still up");
+	g_mutex_lock(&sc_lock);
+	CHECK(sc.in_off == sc.in->len, "drain read all %u bytes (%zu)", sc.in->len,
+	      sc.in_off);
+	g_mutex_unlock(&sc_lock);
 	CHECK(last_ack(sc.out) == 40, "drain committed and acknowledged up to 40 (%" PRIu64
 	      ")", last_ack(sc.out));
 	{
@@ -490,7 +645,8 @@ int main(void)
 		script_free(&sc2);
 	}
 	ha_driver_free(o.drv, "test done");
-	CHECK(sc.closed && o.ended == 0, "freed by its owner: link closed, no ended call");
+	CHECK(script_closed(&sc) && o.ended == 0, "freed by its owner: link closed, no"
+	      " ended call");
 	script_free(&sc);
 	{
 		Script sc3;
@@ -525,7 +681,7 @@ int main(void)
 		ha_store_free(store);
 	}
 
-	/* 7. A flooder beside a paced guest on one main loop. */
+	/* 7. A flooder beside a paced guest, each on its thread. */
 	{
 		g_autofree char *dbf = g_build_filename(dir, "flood.db", NULL);
 		g_autofree char *dbp = g_build_filename(dir, "paced.db", NULL);
@@ -540,43 +696,99 @@ int main(void)
 		df = ha_driver_new(flood_link(&fl), sf, &lim, "flood", NULL, NULL, &e);
 		dp = ha_driver_new(script_link(&sc), sp, &plim, "paced", NULL, NULL, &e);
 		CHECK(df && dp, "a flooder and a paced guest");
-		for (int i = 0; i < 100; i++)
-			g_main_context_iteration(NULL, FALSE);
-		CHECK(fl.reads >= 100 * HA_DRIVER_READS_PER_WAKE / 2, "the flooder floods (%"
-		      PRIu64 " reads in 100 iterations)", fl.reads);
+		script_started(&sc);
+		fw.reads_max = 100 * HA_DRIVER_READS_PER_WAKE;
+		fw.ack = UINT64_MAX;
+		iterate_until(flood_acked, &fw);
+		CHECK(flood_reads(&fl) >= fw.reads_max, "the flooder floods (%" PRIu64
+		      " reads)", flood_reads(&fl));
 
-		/* a. Its commit done, the paced guest's ACK is written before the
-		 * flooder's next read. */
-		put_hello(sc.in);
-		put_page(sc.in, 1);
-		ha_link_notify(sc.link, HA_LINK_READABLE);
-		ha_store_wait(sp);	/* the commit of PAGE 1 is done */
-		reads = fl.reads;
+		/* a. The paced guest's ACK is written while the flooder goes on. */
+		reads = flood_reads(&fl);
+		script_add(&sc, put_hello_seq, 0);
+		script_add(&sc, put_page, 1);
+		notify(&sc, HA_LINK_READABLE);
 		fw.ack = 1;
-		fw.reads_max = reads + 100000;
+		fw.reads_max = reads + 1000000;
 		CHECK(iterate_until(flood_acked, &fw) && last_ack(sc.out) == 1 &&
-		      fl.reads == reads, "the paced guest's ACK 1 is written before the"
-		      " flooder reads again (%" PRIu64 " reads of it in between)",
-		      fl.reads - reads);
+		      flooding(&fl), "the paced guest's ACK 1 is written while the flooder"
+		      " floods (%" PRIu64 " reads of it meanwhile)", flood_reads(&fl) - reads);
 
 		/* b. A frame held for the commit in flight (EPOCH 3 behind PAGE 2, its
 		 * guest sending nothing more) is applied and acknowledged while the
 		 * flooder goes on, not when it stops. */
-		put_page(sc.in, 2);
-		put_epoch(sc.in, 3, 0);
-		ha_link_notify(sc.link, HA_LINK_READABLE);
+		script_add(&sc, put_page, 2);
+		script_add(&sc, put_epoch_seq, 3);
+		notify(&sc, HA_LINK_READABLE);
 		fw.ack = 3;
-		fw.reads_max = fl.reads + 200000;
-		CHECK(iterate_until(flood_acked, &fw) && last_ack(sc.out) == 3 && fl.link &&
-		      fl.ready, "the paced guest's held EPOCH 3 is acknowledged while the"
-		      " flooder floods (ACK %" PRIu64 ", %" PRIu64 " reads of the flooder)",
-		      last_ack(sc.out), fl.reads - reads);
+		fw.reads_max = flood_reads(&fl) + 2000000;
+		CHECK(iterate_until(flood_acked, &fw) && last_ack(sc.out) == 3 &&
+		      flooding(&fl), "the paced guest's held EPOCH 3 is acknowledged while"
+		      " the flooder floods (ACK %" PRIu64 ", %" PRIu64 " reads of the"
+		      " flooder)", last_ack(sc.out), flood_reads(&fl) - reads);
 		ha_driver_free(dp, NULL);
 		ha_driver_free(df, NULL);
+		CHECK(!flooding(&fl), "freed: the flooder's link closed on its thread");
 		script_free(&sc);
 		g_byte_array_unref(fl.in);
 		ha_store_free(sp);
 		ha_store_free(sf);
+	}
+
+	/*
+	 * 8. One connection's thread stopped in the middle of its read-and-apply loop
+	 * (its link's read blocks, after its HELLO was applied, until the test lets it
+	 * go): another connection's frame is committed and acknowledged meanwhile. No
+	 * time is measured: B's ACK arrives while A is blocked, which cannot happen if
+	 * B's read, apply or ACK waited for A's thread.
+	 */
+	{
+		g_autofree char *dba = g_build_filename(dir, "a.db", NULL);
+		g_autofree char *dbb = g_build_filename(dir, "b.db", NULL);
+		HaStore *sa = ha_store_open(dba, false, &e), *sb = ha_store_open(dbb, false, &e);
+		HaLimits plim = lim;
+		Script sa_sc, sb_sc;
+		HaDriver *da, *db_;
+		size_t hello_len;
+		bool a_blocked;
+
+		plim.batch_frames = 1;
+		da = ha_driver_new(script_link(&sa_sc), sa, &plim, "a", NULL, NULL, &e);
+		db_ = ha_driver_new(script_link(&sb_sc), sb, &plim, "b", NULL, NULL, &e);
+		CHECK(da && db_, "two connections");
+		script_started(&sa_sc);
+		script_started(&sb_sc);
+		g_mutex_lock(&sc_lock);
+		put_hello(sa_sc.in);
+		hello_len = sa_sc.in->len;
+		put_page(sa_sc.in, 1);
+		sa_sc.read_max = hello_len;	/* HELLO in one read, then the PAGE */
+		sa_sc.block_at = hello_len;
+		g_mutex_unlock(&sc_lock);
+		notify(&sa_sc, HA_LINK_READABLE);
+		CHECK(iterate_until(script_blocked, &sa_sc),
+		      "A's thread is stopped in its read loop, its HELLO applied");
+
+		script_add(&sb_sc, put_hello_seq, 0);
+		script_add(&sb_sc, put_page, 1);
+		script_add(&sb_sc, put_epoch_seq, 2);
+		notify(&sb_sc, HA_LINK_READABLE);
+		CHECK(iterate_until(acked, &(AckWait){ &sb_sc, 2 }), "B's frames are"
+		      " acknowledged (ACK %" PRIu64 ")", last_ack(sb_sc.out));
+		a_blocked = script_blocked(&sa_sc);
+		CHECK(a_blocked && last_ack(sa_sc.out) == 0, "while A's thread is still"
+		      " stopped (blocked %d, A's ACK %" PRIu64 ")", a_blocked,
+		      last_ack(sa_sc.out));
+
+		script_unblock(&sa_sc);
+		CHECK(iterate_until(acked, &(AckWait){ &sa_sc, 1 }), "let go, A's PAGE 1 is"
+		      " acknowledged too (ACK %" PRIu64 ")", last_ack(sa_sc.out));
+		ha_driver_free(da, NULL);
+		ha_driver_free(db_, NULL);
+		script_free(&sa_sc);
+		script_free(&sb_sc);
+		ha_store_free(sa);
+		ha_store_free(sb);
 	}
 
 	g_unlink(db);
