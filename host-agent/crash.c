@@ -4,11 +4,14 @@
 
 #include <inttypes.h>
 
+#include "conn-driver.h"
 #include "store-crash.h"
 
 bool ha_crash_mark(HaStore *store, const char *domain, int64_t when_us,
 		   int64_t alive_since_us, const char *why)
 {
+	/* the store's connection runs on its own thread: it waits meanwhile */
+	g_autoptr(HaDriverHold) hold = ha_driver_hold_store(store);
 	g_autoptr(GError) e = NULL;
 	int64_t boot;
 	bool own_txn = !ha_store_in_txn(store);

@@ -18,7 +18,10 @@
  * live connection still had in its socket never both reach the store.
  *
  * Threads: the registry is locked, but ha_arena_retire_boot() flushes connections
- * and so must run on their thread (the main loop of the source that owns the store).
+ * of @store and so must run where they may be used: on the connection's own thread,
+ * or while the caller holds the store (ha_driver_hold_store(), conn-driver.h: its
+ * connection's thread then waits), as ha_postmortem_recover() does (a caller of
+ * ha_pm_arena_recover() must, when a connection may run on the store).
  */
 #ifndef HA_INGEST_ARENA_H
 #define HA_INGEST_ARENA_H

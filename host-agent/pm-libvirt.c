@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "libvirt-err.h"
+#include "conn-driver.h"
 #include "store-postmortem.h"
 
 #define PM_SOURCE	"libvirt virDomainCoreDumpWithFormat"
@@ -299,6 +300,8 @@ static void pm_destroy(HaLvPm *pm)
 /* A post-mortem that could not read memory: a postmortems row saying why. */
 static void pm_fail(HaLvPm *pm, const char *source, const char *why)
 {
+	/* the store's connection runs on its own thread: it waits meanwhile */
+	g_autoptr(HaDriverHold) hold = ha_driver_hold_store(pm->store);
 	g_autoptr(GError) e = NULL;
 	int64_t boot = ha_store_pm_crashed_boot(pm->store, pm->since_us, &e);
 	HaPmRow row = {
@@ -358,6 +361,8 @@ static void read_libvirt_dump(HaLvPm *pm, DumpJob *j)
 /* The second task's end: read libvirt's dump into the crashed boot, keep the file. */
 static void on_found(HaLvPm *pm, DumpJob *j, GError *find_error)
 {
+	/* the store's connection runs on its own thread: it waits meanwhile */
+	g_autoptr(HaDriverHold) hold = ha_driver_hold_store(pm->store);
 	g_autoptr(GError) e = NULL;
 	int64_t boot;
 
@@ -414,6 +419,9 @@ static void on_dumped(GObject *unused, GAsyncResult *res, gpointer user)
 	if (!dumped) {
 		pm_fail(pm, PM_SOURCE, e->message);
 	} else {
+		/* the store's connection runs on its own thread: it waits meanwhile */
+		g_autoptr(HaDriverHold) hold = ha_driver_hold_store(pm->store);
+
 		boot = ha_store_pm_crashed_boot(pm->store, pm->since_us, &e);
 		if (boot <= 0)
 			g_warning("%s: post-mortem: no crashed boot to join the dump to%s%s",

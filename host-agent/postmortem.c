@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn-driver.h"
 #include "ingest-arena.h"
 #include "kvmem.h"
 #include "pm-arena.h"
@@ -180,6 +181,8 @@ static bool replay_unstreamed(HaStore *store, int64_t boot, HaCore *core, const 
 bool ha_postmortem_recover(HaStore *store, int64_t boot, const char *path,
 			   const char *source, int64_t dump_ms, GError **error)
 {
+	/* the store's connection runs on its own thread: it waits meanwhile */
+	g_autoptr(HaDriverHold) hold = ha_driver_hold_store(store);
 	g_autoptr(GError) e = NULL, se = NULL;
 	g_autoptr(HaCore) core = NULL;
 	g_autoptr(HaVmci) vi = NULL;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn-driver.h"
 #include "crash.h"
 #include "postmortem.h"
 #include "store-postmortem.h"
@@ -141,6 +142,8 @@ static void pm_finish(HaQmp *q)
 /* A recovery that could not even start: a postmortems row saying why. */
 static void pm_fail(HaQmp *q, const char *why)
 {
+	/* the store's connection runs on its own thread: it waits meanwhile */
+	g_autoptr(HaDriverHold) hold = ha_driver_hold_store(q->store);
 	g_autoptr(GError) e = NULL;
 	int64_t boot = ha_store_pm_crashed_boot(q->store, q->alive_since, &e);
 	HaPmRow row = {
@@ -226,6 +229,8 @@ static void pm_on_size(HaQmp *q, JsonObject *msg)
 /* DUMP_COMPLETED: read the core into the crashed boot. */
 static void pm_on_dumped(HaQmp *q, JsonObject *msg)
 {
+	/* the store's connection runs on its own thread: it waits meanwhile */
+	g_autoptr(HaDriverHold) hold = ha_driver_hold_store(q->store);
 	g_autoptr(GError) e = NULL;
 	const char *err = obj_str(obj_obj(msg, "data"), "error");
 	int64_t now = g_get_monotonic_time();
