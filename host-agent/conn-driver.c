@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* conn-driver.c - one guest connection on the main loop (see conn-driver.h). */
+/* conn-driver.c - one guest connection on a thread of its own (see conn-driver.h). */
 #include "conn-driver.h"
 
 #include <errno.h>
@@ -37,8 +37,9 @@ struct _HaDriver {
  * time: a store has one transaction (store.h), which a second connection's batches
  * would share, committing the first one's half-applied batch with its own and
  * acknowledging frames of the other stream. Entries are added by ha_driver_new() on
- * the owners' thread and removed by the connection's thread once its HaConn is freed
- * (so a next connection never overlaps the last one's close); under running_lock.
+ * the owners' thread, and removed there once the connection is closed (its HaConn
+ * freed, so a next connection never overlaps the last one's close) and the owner
+ * knows it (unregister()); under running_lock.
  */
 static GMutex running_lock;
 static GHashTable *running;
@@ -141,7 +142,13 @@ static void teardown(HaDriver *d, const char *why)
 	g_clear_pointer(&d->conn, ha_conn_free);
 	g_clear_pointer(&d->link, ha_link_close);
 	g_atomic_int_set(&d->up, 0);
-	/* the store is free for the next connection only now */
+}
+
+/* The store is free for the next connection: on the owners' thread, once the owner
+ * knows this one ended (from its HaDriverEnded on, or freed), so that a new
+ * connection it accepts is never taken for the old one. */
+static void unregister(HaDriver *d)
+{
 	g_mutex_lock(&running_lock);
 	if (g_hash_table_lookup(running, d->store) == d)
 		g_hash_table_remove(running, d->store);
@@ -156,6 +163,7 @@ static gboolean on_ended_owner(gpointer user)
 	g_mutex_lock(&d->lock);
 	g_clear_pointer(&d->ended_src, g_source_unref);
 	g_mutex_unlock(&d->lock);
+	unregister(d);
 	d->ended(d, d->user);
 	return G_SOURCE_REMOVE;
 }
@@ -381,6 +389,7 @@ static void destroy(HaDriver *d, const char *why)
 {
 	run_sync(d, quit_call, (void *)why);
 	g_thread_join(d->thread);
+	unregister(d);
 	/* the thread is gone: nothing attaches ended_src any more */
 	if (d->ended_src) {
 		g_source_destroy(d->ended_src);
