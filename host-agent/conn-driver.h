@@ -90,7 +90,9 @@ typedef void (*HaDriverEnded)(HaDriver *d, void *user);
  * @store (borrowed, must outlive the driver) under @limits. @domain and the link's
  * name label the logs. NULL with @error when the link cannot be watched, or when
  * another connection runs on @store (G_IO_ERROR_BUSY): one connection per store at a
- * time, as the store's one transaction holds one connection's batch.
+ * time, as the store's one transaction holds one connection's batch. A connection that
+ * ended holds its store until its owner is told (its HaDriverEnded returned) or frees
+ * it, so that an owner never takes a new connection's driver for the old one's.
  */
 HaDriver *ha_driver_new(HaLink *link, HaStore *store, const HaLimits *limits,
 			const char *domain, HaDriverEnded ended, void *user,

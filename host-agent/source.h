@@ -4,8 +4,9 @@
  *
  * A source produces byte-stream connections to one guest's port and owns
  * reconnection; each connection is a link (link.h) that the one connection driver
- * (conn-driver.h) runs through a HaConn (ingest.h) on the GLib main loop, the same
- * way for every source. Sources: a unix socket (QEMU -chardev socket, as client of a
+ * (conn-driver.h) runs through a HaConn (ingest.h) on a thread of its own, the same
+ * way for every source; the source itself lives on the GLib main loop, where it is
+ * told when a connection ends. Sources: a unix socket (QEMU -chardev socket, as client of a
  * server=on chardev or as the server a server=off chardev connects to), a directory
  * of VM sockets (--socket-dir, a set of socket sources, one per VM), a libvirt
  * domain's channel (virDomainOpenChannel and lifecycle events), and every libvirt
@@ -61,8 +62,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HaSource, ha_source_free)
  * until its connection ends (QEMU removes the socket before the stream's last bytes
  * are read), then dropped; a .sock replaced by a new one (a new QEMU) is a new
  * connection. At most HA_DIR_MAX_VMS VMs (and what RLIMIT_NOFILE allows) are served
- * at once; every connection is bounded by @limits and read non-blocking on one main
- * loop, a bounded number of reads per wake-up, so one guest never stalls the others.
+ * at once; every connection is bounded by @limits and read, decoded and applied on
+ * its own thread (conn-driver.h), so one guest never stalls the others.
  */
 #define HA_DIR_MAX_VMS		256u
 #define HA_DIR_RESCAN_MS	2000u
