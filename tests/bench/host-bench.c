@@ -7,7 +7,8 @@
  *     (one writer, one reader process).
  *  3. Ingest: the same bytes replayed into a real `host-agent --listen` over a unix
  *     socket, until the host ACKs the last frame (durable in SQLite): wall time, and
- *     the daemon's own CPU time (it is single-threaded: one core). --baseline runs
+ *     the daemon's own CPU time (its connection's thread and the commit threads, all
+ *     of them: cores in use = CPU time / wall time). --baseline runs
  *     another build in the same rounds (--repeat, medians) and prints the ratios.
  *  4. Stored bytes per event (database after a WAL checkpoint, and by part).
  *  5. `report top` and `report boots` latency on a store of --top-events events
