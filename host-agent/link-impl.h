@@ -12,8 +12,9 @@
  * whose events come on another thread (libvirt's event loop is on the main context)
  * relays them with ha_link_relay_notify(), which is safe from any thread at any time,
  * even once the link is closed: the relay (HaLinkRelay) is reference counted, and the
- * backend's event callback holds a reference of its own (ha_link_relay_ref()) until
- * its source says it will call it no more.
+ * backend holds a reference of its own (ha_link_relay_ref()) for its event callback
+ * until that callback can no longer run (link-libvirt.c: a registry looked up under
+ * its lock).
  */
 #ifndef HA_LINK_IMPL_H
 #define HA_LINK_IMPL_H
@@ -59,7 +60,7 @@ guint ha_link_attach(HaLink *l, GSource *src);
  * From any thread: @ev for the link of @r, delivered by ha_link_notify() on the link's
  * thread at the next iteration of its context (events coalesce until then); nothing
  * once the link is closed. ha_link_relay_ref() gives the caller a reference of its
- * own, dropped with ha_link_relay_unref() (a GDestroyNotify).
+ * own, dropped with ha_link_relay_unref() (a GDestroyNotify; NULL: nothing).
  */
 void ha_link_relay_notify(HaLinkRelay *r, HaLinkEvents ev);
 HaLinkRelay *ha_link_relay_ref(HaLink *l);

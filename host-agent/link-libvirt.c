@@ -12,10 +12,13 @@
  * the error); WRITABLE is asked for only while want-write is on.
  * virStreamRecv/Send return -2 for "would block".
  *
- * The event callback's opaque is a reference to the link's relay, dropped by libvirt
- * through its free callback once it will call on_stream() no more (after a dispatch
- * in progress on the main thread when the link closed, too): a late event finds the
- * relay, never a freed link.
+ * The event callback's opaque is a number, not the link: on_stream() looks it up in
+ * a registry of the open links' relays, under its lock, and the link's close takes it
+ * out after removing the callback. An event already being dispatched on the main
+ * thread when the link closed thus finds nothing, never a freed link or relay. (Not
+ * libvirt's free callback for the relay's reference: with Debian 12's libvirt 9.0 the
+ * remote driver did not call it, and LeakSanitizer found the relay leaked in
+ * tests/libvirt/t-postmortem.sh.)
  */
 #include "link-libvirt.h"
 
@@ -33,37 +36,64 @@
 typedef struct {
 	HaLink link;
 	virStreamPtr st;
-	bool cb;		/* the event callback is registered */
+	guint id;		/* in the registry while the callback is registered */
 } StreamLink;
 
-/* On libvirt's event loop (the main thread): @opaque is the link's relay. */
+/* The open links' relays by id (a reference each), for on_stream(). */
+static GMutex reg_lock;
+static GHashTable *reg;
+static guint reg_next;
+
+/* On libvirt's event loop (the main thread): @opaque is the link's id. */
 static void on_stream(virStreamPtr st, int events, void *opaque)
 {
 	HaLinkEvents ev = 0;
+	HaLinkRelay *r;
 
 	if (events & VIR_STREAM_EVENT_WRITABLE)
 		ev |= HA_LINK_WRITABLE;
 	if (events & READ_EVENTS)
 		ev |= HA_LINK_READABLE;
-	if (ev)
-		ha_link_relay_notify(opaque, ev);
+	g_mutex_lock(&reg_lock);
+	r = reg && ev ? g_hash_table_lookup(reg, opaque) : NULL;
+	if (r)
+		ha_link_relay_notify(r, ev);
+	g_mutex_unlock(&reg_lock);
+}
+
+/* Out of the registry (the link closes): its relay's reference, NULL when none. */
+static HaLinkRelay *unregister(guint id)
+{
+	HaLinkRelay *r = NULL;
+
+	g_mutex_lock(&reg_lock);
+	if (reg)
+		g_hash_table_steal_extended(reg, GUINT_TO_POINTER(id), NULL, (gpointer *)&r);
+	g_mutex_unlock(&reg_lock);
+	return r;
 }
 
 static bool st_start(HaLink *l, GError **error)
 {
 	StreamLink *s = (StreamLink *)l;
-	HaLinkRelay *r = ha_link_relay_ref(l);
 
-	if (virStreamEventAddCallback(s->st, READ_EVENTS, on_stream, r,
-				      ha_link_relay_unref) < 0) {
+	g_mutex_lock(&reg_lock);
+	if (!reg)
+		reg = g_hash_table_new(g_direct_hash, g_direct_equal);
+	do
+		s->id = ++reg_next;
+	while (!s->id || g_hash_table_contains(reg, GUINT_TO_POINTER(s->id)));
+	g_hash_table_insert(reg, GUINT_TO_POINTER(s->id), ha_link_relay_ref(l));
+	g_mutex_unlock(&reg_lock);
+	if (virStreamEventAddCallback(s->st, READ_EVENTS, on_stream,
+				      GUINT_TO_POINTER(s->id), NULL) < 0) {
 		g_autofree char *why = ha_lv_error();
 
-		ha_link_relay_unref(r);
-
+		ha_link_relay_unref(unregister(s->id));
+		s->id = 0;
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "stream events: %s", why);
 		return false;
 	}
-	s->cb = true;
 	return true;
 }
 
@@ -104,7 +134,7 @@ static void st_update(HaLink *l)
 {
 	StreamLink *s = (StreamLink *)l;
 
-	if (s->cb)
+	if (s->id)
 		virStreamEventUpdateCallback(s->st, (l->no_read ? 0 : READ_EVENTS) |
 					     (l->want_write ? VIR_STREAM_EVENT_WRITABLE : 0));
 }
@@ -125,8 +155,10 @@ static void st_close(HaLink *l)
 {
 	StreamLink *s = (StreamLink *)l;
 
-	if (s->cb)
+	if (s->id) {
 		virStreamEventRemoveCallback(s->st);
+		ha_link_relay_unref(unregister(s->id));
+	}
 	virStreamAbort(s->st);
 	virStreamFree(s->st);
 	g_free(s);

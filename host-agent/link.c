@@ -48,7 +48,7 @@ void ha_link_relay_unref(void *p)
 {
 	HaLinkRelay *r = p;
 
-	if (!g_atomic_int_dec_and_test(&r->ref))
+	if (!r || !g_atomic_int_dec_and_test(&r->ref))
 		return;
 	g_mutex_clear(&r->lock);
 	g_main_context_unref(r->ctx);
