@@ -18,7 +18,9 @@
  * for a commit in flight are acknowledged while the flooder goes on; and while one
  * connection's thread is stopped in the middle of its read-and-apply loop (its link's
  * read blocks until the test lets it go), another connection is acknowledged: its ACK
- * is not held by that thread (on one loop for every connection it would be).
+ * is not held by that thread (on one loop for every connection it would be). A store
+ * taken from the owner's thread (ha_driver_hold_store()) stops its connection's
+ * thread until it is given back.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "conn-driver.h"
+#include "crash.h"
 #include "guest-formats.h"
 #include "link-impl.h"
 #include "proto.h"
@@ -789,6 +792,49 @@ int main(void)
 		script_free(&sb_sc);
 		ha_store_free(sa);
 		ha_store_free(sb);
+	}
+
+	/*
+	 * 9. The store taken from the owner's thread (as a crash mark or a post-mortem
+	 * takes it): the connection's thread waits meanwhile, so a HELLO sent while the
+	 * store is held is not applied (no boot to mark) until it is given back; then it
+	 * is, and a mark made holding the store again finds its boot.
+	 */
+	{
+		g_autofree char *dbh = g_build_filename(dir, "held.db", NULL);
+		g_autofree char *dbn = g_build_filename(dir, "none.db", NULL);
+		HaStore *sh = ha_store_open(dbh, false, &e), *sn = ha_store_open(dbn, false, &e);
+		HaLimits plim = lim;
+		HaDriverHold *h, *h2;
+		HaDriver *dh;
+
+		plim.batch_frames = 1;
+		dh = ha_driver_new(script_link(&sc), sh, &plim, "held", NULL, NULL, &e);
+		CHECK(dh != NULL, "a connection to hold the store of");
+		script_started(&sc);
+		CHECK(ha_driver_hold_store(sn) == NULL, "a store no connection runs on: nothing"
+		      " to hold");
+		h = ha_driver_hold_store(sh);
+		h2 = ha_driver_hold_store(sh);
+		CHECK(h != NULL && h2 == h, "held, and held again (nested) on the same thread");
+		ha_driver_release(h2);
+		script_add(&sc, put_hello_seq, 0);
+		script_add(&sc, put_page, 1);
+		notify(&sc, HA_LINK_READABLE);
+		CHECK(!ha_crash_mark(sh, "held", g_get_real_time(), 0, "test"), "while held,"
+		      " the connection applied nothing: no boot streaming to mark");
+		ha_driver_release(h);
+		CHECK(iterate_until(acked, &(AckWait){ &sc, 1 }), "given back: its HELLO and"
+		      " PAGE 1 are applied and acknowledged (ACK %" PRIu64 ")",
+		      last_ack(sc.out));
+		h = ha_driver_hold_store(sh);
+		CHECK(ha_crash_mark(sh, "held", g_get_real_time(), 0, "test"), "held again: its"
+		      " boot is marked crashed");
+		ha_driver_release(h);
+		ha_driver_free(dh, NULL);
+		script_free(&sc);
+		ha_store_free(sh);
+		ha_store_free(sn);
 	}
 
 	g_unlink(db);
