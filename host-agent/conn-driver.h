@@ -38,7 +38,8 @@
  * (ingest.h). The read, decode and apply of a stream thus use a core of their own:
  * with many guests the kernel spreads them over the host's cores, and a guest that
  * floods, or one whose HELLO's formats take the sandbox seconds (tep.h), or whose
- * store's fsync stalls, holds up only its own thread, never another's reads or ACKs.
+ * store's fsync stalls, holds up only its own thread: another's reads and ACKs never
+ * wait for it (only for a core, and for their commit a thread of the commit pool).
  * A thread per connection rather than a bounded set of apply threads with
  * connections assigned to them: a set shared by guests would put a hostile guest's
  * long apply back in front of others' ACKs, which is what this is for; the threads
