@@ -384,6 +384,17 @@ static void quit_call(HaDriver *d, void *why)
 	d->quit = true;
 }
 
+/* What ha_driver_new() made before its thread started, and the driver itself. */
+static void driver_dispose(HaDriver *d)
+{
+	g_main_context_unref(d->ctx);
+	g_main_context_unref(d->owner);
+	g_mutex_clear(&d->lock);
+	g_free(d->domain);
+	g_free(d->peer);
+	g_free(d);
+}
+
 /* End the thread (closing the connection first) and free @d. */
 static void destroy(HaDriver *d, const char *why)
 {
@@ -395,12 +406,7 @@ static void destroy(HaDriver *d, const char *why)
 		g_source_destroy(d->ended_src);
 		g_source_unref(d->ended_src);
 	}
-	g_main_context_unref(d->ctx);
-	g_main_context_unref(d->owner);
-	g_mutex_clear(&d->lock);
-	g_free(d->domain);
-	g_free(d->peer);
-	g_free(d);
+	driver_dispose(d);
 }
 
 HaDriver *ha_driver_new(HaLink *link, HaStore *store, const HaLimits *limits,
@@ -439,12 +445,7 @@ HaDriver *ha_driver_new(HaLink *link, HaStore *store, const HaLimits *limits,
 		g_hash_table_remove(running, store);
 		g_mutex_unlock(&running_lock);
 		ha_link_close(link);
-		g_main_context_unref(d->ctx);
-		g_main_context_unref(d->owner);
-		g_mutex_clear(&d->lock);
-		g_free(d->domain);
-		g_free(d->peer);
-		g_free(d);
+		driver_dispose(d);
 		return NULL;
 	}
 	run_sync(d, start_call, &a);
