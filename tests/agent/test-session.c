@@ -113,15 +113,6 @@ static int host_says(struct session *s, uint8_t type, const void *payload, size_
 	return sess_input(s, buf, (size_t)n);
 }
 
-static int welcome(struct session *s, uint64_t resume)
-{
-	uint8_t p[16] = { 0 };
-
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(resume >> (8 * i));
-	return host_says(s, SMP_WELCOME, p, 16);
-}
-
 /* A WELCOME as a host of protocol 1.@minor sends it (its header says the minor). */
 static int welcome_minor(struct session *s, uint64_t resume, uint8_t minor)
 {
@@ -134,6 +125,11 @@ static int welcome_minor(struct session *s, uint64_t resume, uint8_t minor)
 	smp_put32(buf + 24, smp_frame_sum(buf, 16));
 	smp_put32(buf + 28, smp_crc32c(0, buf, 28));
 	return sess_input(s, buf, sizeof(buf));
+}
+
+static int welcome(struct session *s, uint64_t resume)
+{
+	return welcome_minor(s, resume, SMP_VERSION_MINOR);
 }
 
 static int ack(struct session *s, uint64_t seq)

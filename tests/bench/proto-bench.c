@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "proto.h"
+#include "wire.h"
 
 #define STREAM_MB	256
 #define ROUNDS		7
@@ -80,8 +81,7 @@ static double decode_time(const uint8_t *stream, size_t len, size_t frames,
 static void reseal_all(uint8_t *stream, size_t len, uint8_t flags)
 {
 	for (size_t o = 0, seq = 1; o < len; seq++) {
-		uint32_t plen = (uint32_t)stream[o + 8] | (uint32_t)stream[o + 9] << 8 |
-				(uint32_t)stream[o + 10] << 16 | (uint32_t)stream[o + 11] << 24;
+		uint32_t plen = smp_get32(stream + o + SMP_OFF_LEN);
 
 		smp_frame_seal(stream + o, SMP_PAGE, flags, seq, plen);
 		o += SMP_HDR_SIZE + plen;
