@@ -23,10 +23,11 @@
 #    its CPU time stands still. Before every round the buffer is cleared, and a
 #    streaming round gets 2 s after the workload to drain. The order of the pairs
 #    alternates from round to round (and that of agent and base). Per round:
-#    "ROUND VARIANT N SECONDS read=R overrun=O bytes=B ticks=T": the workload's wall
-#    time, the ring-buffer entries read and overwritten, the bytes the guest sent on
-#    the agent's ports (virtio_console's own counters in debugfs), the agent's CPU
-#    ticks (drain included); for the agent's rounds "SPAN VARIANT N FROM TO", the
+#    "ROUND VARIANT N SECONDS read=R overrun=O bytes=B ticks=T ctxt=C intr=I": the
+#    workload's wall time, the ring-buffer entries read and overwritten, the bytes the
+#    guest sent on the agent's ports (virtio_console's own counters in debugfs), the
+#    agent's CPU ticks (drain included), the guest's context switches and interrupts
+#    during the workload (/proc/stat); for the agent's rounds "SPAN VARIANT N FROM TO", the
 #    workload's start and end (uptime, as the trace clock mono). "B VARIANT N" and
 #    "E VARIANT N" on the ac-ctl port at the workload's start and end: the host takes
 #    QEMU's CPU time (single-threaded TCG: the guest's vCPUs and its device
@@ -81,6 +82,11 @@ port_bytes() {
 		/sys/kernel/debug/virtio-ports/*
 }
 [ -d /sys/kernel/debug/virtio-ports ] || fail "no /sys/kernel/debug/virtio-ports"
+# the guest's context switches and interrupts so far: "CTXT INTR" (/proc/stat)
+sched_totals() {
+	awk '$1 == "ctxt" { c = $2 } $1 == "intr" { i = $2 } END { print c + 0, i + 0 }' \
+		/proc/stat
+}
 
 # measure VARIANT ROUND STACKMAP PID PORTS: one round; PID (or "") streams it.
 measure() {
@@ -91,9 +97,11 @@ measure() {
 	set -- "$@" $(totals) $(port_bytes "$5") $(agent_ticks "$4")
 	[ -z "$4" ] || kill -CONT "$4"
 	w0=$(now)
+	s0=$(sched_totals)
 	echo "B $1 $2" >&3
 	secs=$(round)
 	echo "E $1 $2" >&3
+	s1=$(sched_totals)
 	w1=$(now)
 	if [ -n "$4" ]; then
 		sleep 2		# let it drain (and the ACKs come back) before it stops
@@ -101,7 +109,8 @@ measure() {
 	fi
 	r1=$(totals)
 	say "ROUND $1 $2 $secs read=$((${r1% *} - $6)) overrun=$((${r1#* } - $7))" \
-	    "bytes=$(($(port_bytes "$5") - $8)) ticks=$(($(agent_ticks "$4") - $9))"
+	    "bytes=$(($(port_bytes "$5") - $8)) ticks=$(($(agent_ticks "$4") - $9))" \
+	    "ctxt=$((${s1% *} - ${s0% *})) intr=$((${s1#* } - ${s0#* }))"
 	# a streaming round that read nothing: the ring buffer disabled itself (a WARN
 	# in the console), and every round after it would measure nothing as well
 	[ -z "$4" ] || [ $((${r1% *} - $6 + ${r1#* } - $7)) -gt 0 ] ||
