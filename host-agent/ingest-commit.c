@@ -19,7 +19,9 @@
  * frames into its other batch (an inline stack new to the connection under a
  * provisional key, ingest-batch.c) and holds any frame that writes rows until the
  * flight is done (ha_conn_process()). A merge of small chunks (compact.h) is a
- * flight too, so a connection's merges never overlap its commits.
+ * flight too, so a connection's merges never overlap its commits; one that still
+ * waits for a commit thread when its connection's commit is due (or a frame needs the
+ * store) is dropped instead (drop_waiting_merge()), never waited for.
  *
  * Crash safety is the store's: the batch's rows, its chunks and the stream's next
  * sequence number commit in one transaction, and the ACK follows it. A crash at any
@@ -33,11 +35,19 @@
 
 #include "compact.h"
 
+/* Where a merge's flight is (IngestFlight.state); a batch's is always taken. */
+enum {
+	FLIGHT_WAITING,		/* in the pool's queue */
+	FLIGHT_TAKEN,		/* a commit thread runs it, or ran it */
+	FLIGHT_DROPPED,		/* its connection let it go: freed by the pool, unrun */
+};
+
 struct _IngestFlight {
 	HaConn *c;
 	/* a merge of small chunks (compact.h) rather than a batch: its result */
 	bool compact;
 	int compact_r;
+	gint state;		/* FLIGHT_*, atomic: the connection's thread and the pool's */
 	IngestBatch *batch;
 	HaStreamDelta delta;
 	GBytes *pairs;
@@ -147,12 +157,21 @@ static void write_step(IngestFlight *f)
 		ha_store_rollback(f->c->store);
 }
 
+static void flight_free(IngestFlight *f);
+
 static void on_pool(gpointer data, gpointer unused)
 {
 	IngestFlight *f = data;
-	HaStore *s = f->c->store;
+	HaStore *s;
 
 	(void)unused;
+	if (!g_atomic_int_compare_and_exchange(&f->state, FLIGHT_WAITING, FLIGHT_TAKEN)) {
+		/* a merge its connection dropped (drop_waiting_merge()): the connection
+		 * may be gone, nothing of it is touched */
+		flight_free(f);
+		return;
+	}
+	s = f->c->store;
 	ha_store_borrow(s);
 	write_step(f);
 	/* Attached before the store is given back: whoever waits for the store may
@@ -230,9 +249,40 @@ static bool finish(HaConn *c, IngestFlight *f, GError **error)
 	return true;
 }
 
+/*
+ * A merge of small chunks that still waits for a commit thread is dropped, so that
+ * whatever waits for it (a commit due, a frame that needs the store, the end of the
+ * connection) goes on now: a merge waits behind every commit of every connection
+ * (weight()), and while guests flood the pool there is always another one, so the
+ * connection's next commit and ACK would wait as long as the flood lasts. True when
+ * it was dropped (no flight now); false when there was none, or a thread took it
+ * already (it is then waited for: one merge of a run of small chunks, compact.h).
+ * It is tried again after the next commit (finish()).
+ */
+static bool drop_waiting_merge(HaConn *c)
+{
+	IngestFlight *f = c->flight;
+
+	if (!f || !f->compact ||
+	    !g_atomic_int_compare_and_exchange(&f->state, FLIGHT_WAITING, FLIGHT_DROPPED))
+		return false;
+	/* from here @f is the pool's to free: not touched again */
+	c->flight = NULL;
+	/* never borrowed: the loan ends here (store.h) */
+	ha_store_give_back(c->store);
+	c->compact_small = true;
+	c->st.merges_dropped++;
+	return true;
+}
+
+bool ingest_flight_yield(HaConn *c)
+{
+	return drop_waiting_merge(c);
+}
+
 bool ingest_commit_wait(HaConn *c, GError **error)
 {
-	if (!c->flight)
+	if (!c->flight || drop_waiting_merge(c))
 		return true;
 	ha_store_wait(c->store);
 	return finish(c, c->flight, error);
@@ -280,10 +330,9 @@ static gint smaller_first(gconstpointer a, gconstpointer b, gpointer user)
 	return x < y ? -1 : x > y;
 }
 
-/* The write step on a commit thread; finish() from on_done() on our thread. */
-static void launch(HaConn *c, IngestFlight *f)
+/* The pool, made once, by whichever connection's thread commits first. */
+static GThreadPool *commit_pool(void)
 {
-	/* made once, by whichever connection's thread commits first */
 	if (g_once_init_enter(&pool)) {
 		int n_threads = (int)CLAMP(2 * g_get_num_processors(), 4, 32);
 		GThreadPool *p = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
@@ -291,6 +340,22 @@ static void launch(HaConn *c, IngestFlight *f)
 		g_thread_pool_set_sort_function(p, smaller_first, NULL);
 		g_once_init_leave(&pool, p);
 	}
+	return pool;
+}
+
+guint ha_commit_threads(void)
+{
+	return (guint)g_thread_pool_get_max_threads(commit_pool());
+}
+
+guint ha_commit_waiting(void)
+{
+	return g_thread_pool_unprocessed(commit_pool());
+}
+
+/* The write step on a commit thread; finish() from on_done() on our thread. */
+static void launch(HaConn *c, IngestFlight *f)
+{
 	/* told back on the connection's thread (ha_conn_set_committed()), whichever
 	 * thread started it (a post-mortem's, ha_driver_hold_store()) */
 	f->ctx = g_main_context_ref(c->ctx);
@@ -303,7 +368,7 @@ static void launch(HaConn *c, IngestFlight *f)
 	g_source_set_static_name(f->done, "host-agent commit done");
 	c->flight = f;
 	ha_store_lend(c->store);
-	g_thread_pool_push(pool, f, NULL);
+	g_thread_pool_push(commit_pool(), f, NULL);
 }
 
 bool ingest_commit(HaConn *c, bool sync, GError **error)
@@ -313,7 +378,7 @@ bool ingest_commit(HaConn *c, bool sync, GError **error)
 
 	if (!c->hello)
 		return true;
-	if (!sync && c->flight) {
+	if (!sync && c->flight && !drop_waiting_merge(c)) {
 		c->flush_due = true;
 		return true;
 	}

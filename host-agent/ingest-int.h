@@ -303,6 +303,10 @@ bool ingest_commit(HaConn *c, bool sync, GError **error);
 /* The commit in flight, if any, finished here: its ACK queued or c->failed set (the
  * error in @error). Waits for it. True when there was none or it succeeded. */
 bool ingest_commit_wait(HaConn *c, GError **error);
+/* The flight is a merge of small chunks that no commit thread took yet: dropped, so
+ * that a frame that needs the store goes on now (ingest-commit.c). True when there is
+ * no flight now. */
+bool ingest_flight_yield(HaConn *c);
 
 /* One merge of small chunks (compact.h) on a commit thread, as a flight of its own;
  * false when it cannot start now (sync commits, a flight or a batch open). */

@@ -826,7 +826,7 @@ bool ha_conn_process(HaConn *c, GError **error)
 		if (r == 0)
 			return true;
 		if (r == 1) {
-			if (c->flight && needs_store(c, &f)) {
+			if (c->flight && needs_store(c, &f) && !ingest_flight_yield(c)) {
 				hold(c, &f);
 				return true;
 			}

@@ -237,6 +237,8 @@ typedef struct {
 	uint64_t malformed;
 	uint64_t events;
 	uint64_t commits;
+	uint64_t merges_dropped;	/* merges of small chunks given up before a commit
+					 * thread took them, for a commit (ingest-commit.c) */
 	uint64_t acked;
 	uint64_t texts_refused;	/* KSYMS/MODULES/CMDLINES beyond the boot's budget */
 	uint64_t rows_refused;	/* EPOCH/STACKS frames beyond the boot's row limits,
@@ -247,6 +249,11 @@ typedef struct {
 				       * recovered already (not stored again) */
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
+
+/* The commit threads every connection shares (ingest-commit.c), for tests: how many
+ * there are, and how many commits and merges wait for one now. */
+guint ha_commit_threads(void);
+guint ha_commit_waiting(void);
 /* The clock probes of this connection (clocksync.h). */
 const HaClockProbeStats *ha_conn_clock_stats(const HaConn *c);
 

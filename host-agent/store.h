@@ -98,7 +98,8 @@ uint64_t ha_store_disk_bytes(HaStore *s);
  * between. Meanwhile every call above (and ha_store_free()) from any other thread
  * waits until the store is given back, so the connection is never used by two
  * threads at once and the owner sees everything the borrower did. ha_store_wait()
- * waits for that alone.
+ * waits for that alone. A loan whose borrower never took it (its work dropped before
+ * it started) ends with ha_store_give_back() from the owner's thread.
  */
 void ha_store_lend(HaStore *s);
 void ha_store_borrow(HaStore *s);
