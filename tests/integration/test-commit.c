@@ -12,6 +12,14 @@
  *   - a store failure on the commit thread (a trigger refusing the chunk): reported to
  *     the connection's thread, nothing acknowledged, the stream's resume point left
  *     before the batch, no later commit
+ *   - a merge of small chunks waiting for a commit thread gives way to its
+ *     connection's commit: every commit thread held (a connection per thread whose
+ *     BEGIN waits for another connection's lock), a steady guest's merge queued
+ *     behind a flooding guest's full batch, then the steady guest's next commit due:
+ *     the merge is dropped and the commit queued in its place, so when one thread is
+ *     let go the steady guest is acknowledged before the flooder (its merge would
+ *     otherwise run after every commit of every other connection, and its commit after
+ *     the merge)
  */
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -31,6 +39,9 @@ static uint8_t boot_id[16] = { 9, 8, 7 };
 typedef struct {
 	unsigned int calls;
 	char *error;	/* the last one's message, NULL: none */
+	/* another connection's calls, as they were at this one's last call */
+	const unsigned int *watch;
+	unsigned int seen;
 } Committed;
 
 static void on_committed(HaConn *c, const GError *error, void *user)
@@ -39,6 +50,7 @@ static void on_committed(HaConn *c, const GError *error, void *user)
 
 	(void)c;
 	k->calls++;
+	k->seen = k->watch ? *k->watch : 0;
 	g_free(k->error);
 	k->error = error ? g_strdup(error->message) : NULL;
 }
@@ -126,6 +138,115 @@ static int64_t q1(sqlite3 *db, const char *sql)
 	return v;
 }
 
+/* One connection on a store of its own in @dir, named @name, committing off-thread. */
+typedef struct {
+	HaStore *s;
+	HaConn *c;
+	sqlite3 *lock;		/* another connection to its file: holds its write lock */
+	Committed k;
+} Guest;
+
+static bool guest_open(Guest *g, const char *dir, const char *name, unsigned int frames,
+		       GError **error)
+{
+	g_autofree char *file = g_strconcat(name, ".db", NULL);
+	g_autofree char *path = g_build_filename(dir, file, NULL);
+	HaLimits lim;
+
+	ha_limits_default(&lim);
+	lim.batch_frames = frames;
+	if (!(g->s = ha_store_open(path, false, error)))
+		return false;
+	g->c = ha_conn_new(g->s, &lim, name, "test");
+	ha_conn_set_committed(g->c, on_committed, &g->k);
+	return sqlite3_open(path, &g->lock) == SQLITE_OK && send_hello(g->c, error);
+}
+
+static void guest_close(Guest *g)
+{
+	if (g->c) {
+		ha_conn_close(g->c);
+		ha_conn_free(g->c);
+	}
+	sqlite3_close(g->lock);
+	ha_store_free(g->s);
+	g_free(g->k.error);
+}
+
+/* Until ha_commit_waiting() is @n: with @iterate, the main context's sources run
+ * meanwhile (without blocking), so that a merge due from an idle source starts. */
+static bool waiting_becomes(guint n, bool iterate)
+{
+	for (int i = 0; i < 100000 && ha_commit_waiting() != n; i++) {
+		if (iterate)
+			g_main_context_iteration(NULL, FALSE);
+		g_usleep(100);
+	}
+	return ha_commit_waiting() == n;
+}
+
+/*
+ * A steady guest's merge waiting for a commit thread behind a flooder's batch, then
+ * the steady guest's commit due (the header comment's last case). Every commit thread
+ * is held by a guest whose BEGIN waits for the write lock of another connection to
+ * its store (SQLite's busy timeout, 5 s, is far above what this takes).
+ */
+static void merge_gives_way(const char *dir)
+{
+	guint n = ha_commit_threads();
+	g_autofree Guest *hold = g_new0(Guest, n);
+	Guest steady = { 0 }, flood = { 0 };
+	GError *e = NULL;
+	bool ok = true;
+
+	CHECK(guest_open(&steady, dir, "steady", 1000, &e) && send_page(steady.c, 1, &e) &&
+	      ha_conn_flush_start(steady.c, &e) && wait_commits(&steady.k, 1) &&
+	      last_ack(steady.c) == 1, "a steady guest's first page committed: a small chunk"
+	      " (%s)", e ? e->message : "ok");
+	g_clear_error(&e);
+	/* its merge is now due from a low-priority idle source, not run yet */
+	for (guint i = 0; i < n && ok; i++) {
+		g_autofree char *name = g_strdup_printf("hold%u", i);
+
+		ok = guest_open(&hold[i], dir, name, 2, &e) &&
+		     sqlite3_exec(hold[i].lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+		     SQLITE_OK && send_page(hold[i].c, 1, &e) && send_page(hold[i].c, 2, &e);
+	}
+	CHECK(ok && waiting_becomes(0, false), "each of the %u commit threads holds a guest's"
+	      " commit waiting for a lock (%s)", n, e ? e->message : "ok");
+	g_clear_error(&e);
+	ok = guest_open(&flood, dir, "flood", 8, &e);
+	for (uint64_t seq = 1; ok && seq <= 8; seq++)
+		ok = send_page(flood.c, seq, &e);
+	CHECK(ok && ha_commit_waiting() == 1, "a flooding guest's full batch of 8 pages"
+	      " waits for a thread (%s)", e ? e->message : "ok");
+	g_clear_error(&e);
+	CHECK(waiting_becomes(2, true), "the steady guest's merge waits behind it");
+	steady.k.watch = &flood.k.calls;
+	CHECK(send_page(steady.c, 2, &e) && ha_conn_flush_start(steady.c, &e) &&
+	      ha_conn_stats(steady.c)->merges_dropped == 1 && ha_commit_waiting() == 3,
+	      "the steady guest's next page due: its merge dropped, its commit waits in"
+	      " its place (%s)", e ? e->message : "ok");
+	g_clear_error(&e);
+	CHECK(sqlite3_exec(hold[0].lock, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK,
+	      "one commit thread let go");
+	CHECK(wait_commits(&steady.k, 2) && !steady.k.error && last_ack(steady.c) == 2 &&
+	      steady.k.seen == 0, "the steady guest acknowledged first (%u of the flooder's"
+	      " commits before it)", steady.k.seen);
+	for (guint i = 1; i < n; i++)
+		sqlite3_exec(hold[i].lock, "ROLLBACK", NULL, NULL, NULL);
+	ok = wait_commits(&flood.k, 1) && !flood.k.error && last_ack(flood.c) == 8;
+	for (guint i = 0; i < n; i++)
+		ok = ok && wait_commits(&hold[i].k, 1) && !hold[i].k.error &&
+		     last_ack(hold[i].c) == 2;
+	CHECK(ok, "then the flooder and every held guest");
+	/* the dropped merge was freed by the pool, unrun; the closes merge what is left */
+	for (guint i = 0; i < n; i++)
+		guest_close(&hold[i]);
+	guest_close(&flood);
+	guest_close(&steady);
+}
+
 int main(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("ha-commit-XXXXXX", NULL);
@@ -193,13 +314,18 @@ int main(void)
 	sqlite3_close(other);
 	ha_store_free(s);
 	g_free(k.error);
-	{
-		g_autofree char *wal = g_strconcat(path, "-wal", NULL);
-		g_autofree char *shm = g_strconcat(path, "-shm", NULL);
 
-		g_unlink(path);
-		g_unlink(wal);
-		g_unlink(shm);
+	merge_gives_way(dir);
+	{
+		/* t.db and merge_gives_way()'s stores, with their -wal and -shm */
+		g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+		const char *name;
+
+		while (d && (name = g_dir_read_name(d))) {
+			g_autofree char *f = g_build_filename(dir, name, NULL);
+
+			g_unlink(f);
+		}
 		g_rmdir(dir);
 	}
 	return tap_done();
