@@ -38,7 +38,8 @@
  *
  * Main loop: besides the source's read watch and commit timer, a connection adds a
  * low-priority idle source of its own that merges the small chunks it stored
- * (compact.h); ha_conn_close() merges what is left. A commit made off the thread is
+ * (compact.h) on a commit thread, as a flight of its own that a commit due before a
+ * thread took it replaces (ingest-commit.c); ha_conn_close() merges what is left. A commit made off the thread is
  * told back by a source of G_PRIORITY_HIGH, above the link's readable notification:
  * its ACK goes out before the connection's next read. Both go to the connection's
  * context: the thread-default one of the ha_conn_set_committed() call (its driver's
