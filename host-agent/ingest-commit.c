@@ -65,9 +65,18 @@ struct _IngestFlight {
 	GMainContext *ctx;
 };
 
-/* Commit threads of every connection: a commit is mostly waiting for its fsync, so a
- * few more than the cores, each connection with at most one commit in flight. */
-static GThreadPool *pool;	/* g_once_init_enter() */
+/*
+ * Commit threads of every connection, in two pools of the same size: one for full
+ * batches and merges, one for small batches (below HA_COMMIT_SMALL_SHARE of the batch
+ * limit: a guest whose input ran dry). Sorting one queue (smaller_first()) puts a
+ * small commit first, but then it still waits for a thread, and while guests flood
+ * every thread is in a full batch's zstd and COMMIT (tens of ms each on a loaded
+ * host): a pool of its own, which full batches never take, leaves it only the cores
+ * to wait for. A commit is mostly waiting for its fsync, so each pool has a few more
+ * threads than the cores; each connection has at most one commit in flight.
+ */
+enum { LANE_FULL, LANE_SMALL, N_LANES };
+static GThreadPool *pools[N_LANES];	/* g_once_init_enter() */
 
 static IngestFlight *take(HaConn *c)
 {
@@ -330,27 +339,38 @@ static gint smaller_first(gconstpointer a, gconstpointer b, gpointer user)
 	return x < y ? -1 : x > y;
 }
 
-/* The pool, made once, by whichever connection's thread commits first. */
-static GThreadPool *commit_pool(void)
+/* A lane's pool, made once, by whichever connection's thread commits there first. */
+static GThreadPool *commit_pool(int lane)
 {
-	if (g_once_init_enter(&pool)) {
+	if (g_once_init_enter(&pools[lane])) {
 		int n_threads = (int)CLAMP(2 * g_get_num_processors(), 4, 32);
 		GThreadPool *p = g_thread_pool_new(on_pool, NULL, n_threads, FALSE, NULL);
 
 		g_thread_pool_set_sort_function(p, smaller_first, NULL);
-		g_once_init_leave(&pool, p);
+		g_once_init_leave(&pools[lane], p);
 	}
-	return pool;
+	return pools[lane];
+}
+
+static int lane_of(const HaConn *c, const IngestFlight *f)
+{
+	return !f->compact && f->batch &&
+	       f->batch->pages_len < c->lim.batch_bytes / HA_COMMIT_SMALL_SHARE ?
+	       LANE_SMALL : LANE_FULL;
 }
 
 guint ha_commit_threads(void)
 {
-	return (guint)g_thread_pool_get_max_threads(commit_pool());
+	return (guint)g_thread_pool_get_max_threads(commit_pool(LANE_FULL));
 }
 
 guint ha_commit_waiting(void)
 {
-	return g_thread_pool_unprocessed(commit_pool());
+	guint n = 0;
+
+	for (int lane = 0; lane < N_LANES; lane++)
+		n += g_thread_pool_unprocessed(commit_pool(lane));
+	return n;
 }
 
 /* The write step on a commit thread; finish() from on_done() on our thread. */
@@ -368,7 +388,7 @@ static void launch(HaConn *c, IngestFlight *f)
 	g_source_set_static_name(f->done, "host-agent commit done");
 	c->flight = f;
 	ha_store_lend(c->store);
-	g_thread_pool_push(commit_pool(), f, NULL);
+	g_thread_pool_push(commit_pool(lane_of(c, f)), f, NULL);
 }
 
 bool ingest_commit(HaConn *c, bool sync, GError **error)

@@ -251,8 +251,14 @@ typedef struct {
 } HaConnStats;
 const HaConnStats *ha_conn_stats(const HaConn *c);
 
-/* The commit threads every connection shares (ingest-commit.c), for tests: how many
- * there are, and how many commits and merges wait for one now. */
+/*
+ * The commit threads every connection shares (ingest-commit.c): full batches and
+ * merges on some, batches below 1 / HA_COMMIT_SMALL_SHARE of HaLimits.batch_bytes
+ * (256 KiB by default: a guest whose input ran dry) on as many others, so that
+ * guests flooding with full batches never hold a small commit's thread. For tests:
+ * the threads full batches have, and how many commits and merges wait for a thread.
+ */
+#define HA_COMMIT_SMALL_SHARE	16u
 guint ha_commit_threads(void);
 guint ha_commit_waiting(void);
 /* The clock probes of this connection (clocksync.h). */
