@@ -39,12 +39,13 @@
  * with many guests the kernel spreads them over the host's cores, and a guest that
  * floods, or one whose HELLO's formats take the sandbox seconds (tep.h), or whose
  * store's fsync stalls, holds up only its own thread: another's reads and ACKs never
- * wait for it (only for a core, and for their commit a thread of the commit pool).
+ * wait for it (only for a core, and for their commit a commit thread: ingest.h).
  * A thread per connection rather than a bounded set of apply threads with
  * connections assigned to them: a set shared by guests would put a hostile guest's
  * long apply back in front of others' ACKs, which is what this is for; the threads
  * are bounded by the connections (HA_DIR_MAX_VMS, the domains), each mostly asleep in
- * poll(). Commits still go through the one pool of commit threads (ingest-commit.c).
+ * poll(). Commits go through the commit threads every connection shares (two pools:
+ * full batches, small ones; ingest-commit.c).
  *
  * The owner (a source, on the main loop) calls everything here from its own thread,
  * the thread-default context of its ha_driver_new() call, and is told there:
