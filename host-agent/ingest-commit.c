@@ -440,6 +440,12 @@ bool ingest_compact_start(HaConn *c)
 	if (!c->committed || c->flight || !c->hello || c->failed || c->pending_since ||
 	    ha_store_in_txn(c->store))
 		return false;
+	/* Nor while anything waits for a thread of full batches: the merge would wait
+	 * too, and be dropped at the connection's next commit, left in the queue until a
+	 * thread frees it; started again after every commit, those would pile up for as
+	 * long as guests flood. Tried again after the next commit (the caller). */
+	if (g_thread_pool_unprocessed(commit_pool(LANE_FULL)))
+		return false;
 	f = g_new0(IngestFlight, 1);
 	f->c = c;
 	f->compact = true;

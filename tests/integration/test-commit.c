@@ -13,12 +13,13 @@
  *     the connection's thread, nothing acknowledged, the stream's resume point left
  *     before the batch, no later commit
  *   - a steady guest beside guests that flood: every commit thread of full batches
- *     held (a guest per thread whose BEGIN waits for another connection's lock), a
- *     flooder's full batch waiting behind them, and the steady guest's merge of small
- *     chunks waiting behind that; the steady guest's next commit due: the merge is
+ *     held (a guest per thread whose BEGIN waits for another connection's lock), the
+ *     steady guest's merge of small chunks waiting for a thread, and a flooder's full
+ *     batch queued before it; the steady guest's next commit due: the merge is
  *     dropped rather than waited for (it would wait for every full batch of every
- *     other guest), and the small commit, on threads of its own, is acknowledged
- *     while all of that still waits
+ *     other guest), the small commit, on threads of its own, is acknowledged while
+ *     all of that still waits, and no merge is started again while full batches wait
+ *     (dropped ones would pile up in the queue)
  */
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -215,11 +216,11 @@ static void steady_beside_flood(const char *dir)
 	CHECK(ok && waiting_becomes(0, false), "each of the %u commit threads of full"
 	      " batches holds one waiting for a lock (%s)", n, e ? e->message : "ok");
 	g_clear_error(&e);
+	CHECK(waiting_becomes(1, true), "the steady guest's merge waits for a thread");
 	CHECK(guest_open(&flood, dir, "flood", true, &e) && send_page(flood.c, 1, &e) &&
-	      ha_commit_waiting() == 1, "a flooding guest's full batch waits for a thread"
+	      ha_commit_waiting() == 2, "a flooding guest's full batch waits too, before it"
 	      " (%s)", e ? e->message : "ok");
 	g_clear_error(&e);
-	CHECK(waiting_becomes(2, true), "the steady guest's merge waits behind it");
 	steady.k.watch = &flood.k.calls;
 	CHECK(send_page(steady.c, 2, &e) && ha_conn_flush_start(steady.c, &e) &&
 	      ha_conn_stats(steady.c)->merges_dropped == 1,
@@ -230,6 +231,11 @@ static void steady_beside_flood(const char *dir)
 	      steady.k.seen == 0 && hold[0].k.calls == 0, "its commit acknowledged while"
 	      " every full batch's thread is held and the flooder waits (%u of the flooder's"
 	      " commits before it)", steady.k.seen);
+	while (g_main_context_iteration(NULL, FALSE))
+		;
+	CHECK(ha_commit_waiting() == 2 && ha_conn_stats(steady.c)->merges_dropped == 1,
+	      "no merge started again while the flooder's batch waits (%u waiting)",
+	      ha_commit_waiting());
 	for (guint i = 0; i < n; i++)
 		sqlite3_exec(hold[i].lock, "ROLLBACK", NULL, NULL, NULL);
 	ok = wait_commits(&flood.k, 1) && !flood.k.error && last_ack(flood.c) == 1;
