@@ -55,6 +55,7 @@ struct _IngestFlight {
 	uint64_t from;		/* the first frame not acknowledged yet */
 	uint64_t upto;		/* the ACK once durable */
 	uint64_t orphans;	/* added to HaConn.orphans_saved once durable */
+	size_t bytes;		/* the batch's frames' payload bytes: its lane */
 	/* the result, written by the write step */
 	bool ok;
 	GError *error;
@@ -117,6 +118,7 @@ static IngestFlight *take(HaConn *c)
 	c->d_gap = c->d_dup = c->d_malformed = c->d_bad_pages = 0;
 	c->d_missed = c->d_missed_uncounted = 0;
 	c->pending_since = 0;
+	f->bytes = c->batch_bytes;
 	c->batch_bytes = 0;
 	c->batch_frames = 0;
 	c->rx_cut = true;	/* this batch's ACK covers its runs of frames whole */
@@ -261,8 +263,8 @@ static bool finish(HaConn *c, IngestFlight *f, GError **error)
 /*
  * A merge of small chunks that still waits for a commit thread is dropped, so that
  * whatever waits for it (a commit due, a frame that needs the store, the end of the
- * connection) goes on now: a merge waits behind every commit of every connection
- * (weight()), and while guests flood the pool there is always another one, so the
+ * connection) goes on now: a merge waits behind every full batch of every connection
+ * (weight(), lane_of()), and while guests flood there is always another one, so the
  * connection's next commit and ACK would wait as long as the flood lasts. True when
  * it was dropped (no flight now); false when there was none, or a thread took it
  * already (it is then waited for: one merge of a run of small chunks, compact.h).
@@ -354,8 +356,9 @@ static GThreadPool *commit_pool(int lane)
 
 static int lane_of(const HaConn *c, const IngestFlight *f)
 {
-	return !f->compact && f->batch &&
-	       f->batch->pages_len < c->lim.batch_bytes / HA_COMMIT_SMALL_SHARE ?
+	/* every frame's bytes, not only the pages': rows a batch of other frames wrote
+	 * are COMMIT's to write too */
+	return !f->compact && f->bytes < c->lim.batch_bytes / HA_COMMIT_SMALL_SHARE ?
 	       LANE_SMALL : LANE_FULL;
 }
 

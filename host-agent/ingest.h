@@ -39,11 +39,12 @@
  * Main loop: besides the source's read watch and commit timer, a connection adds a
  * low-priority idle source of its own that merges the small chunks it stored
  * (compact.h) on a commit thread, as a flight of its own that a commit due before a
- * thread took it replaces (ingest-commit.c); ha_conn_close() merges what is left. A commit made off the thread is
- * told back by a source of G_PRIORITY_HIGH, above the link's readable notification:
- * its ACK goes out before the connection's next read. Both go to the connection's
- * context: the thread-default one of the ha_conn_set_committed() call (its driver's
- * thread, conn-driver.h), else the caller's.
+ * thread took it replaces (ingest-commit.c); ha_conn_close() merges what is left. A
+ * commit made off the thread is told back by a source of G_PRIORITY_HIGH, above the
+ * link's readable notification: its ACK goes out before the connection's next read.
+ * Both go to the connection's context: the thread-default one of the
+ * ha_conn_set_committed() call (its driver's thread, conn-driver.h), else the
+ * caller's.
  */
 #ifndef HA_INGEST_H
 #define HA_INGEST_H
@@ -253,14 +254,16 @@ const HaConnStats *ha_conn_stats(const HaConn *c);
 
 /*
  * The commit threads every connection shares (ingest-commit.c): full batches and
- * merges on some, batches below 1 / HA_COMMIT_SMALL_SHARE of HaLimits.batch_bytes
- * (256 KiB by default: a guest whose input ran dry) on as many others, so that
- * guests flooding with full batches never hold a small commit's thread. For tests:
- * the threads full batches have, and how many commits and merges wait for a thread.
+ * merges on some, batches of frames below 1 / HA_COMMIT_SMALL_SHARE of
+ * HaLimits.batch_bytes (256 KiB by default: a guest whose input ran dry) on as many
+ * others, so that guests flooding with full batches never hold a small commit's
+ * thread. For tests: the threads full batches have, and how many commits and merges
+ * wait for a thread.
  */
 #define HA_COMMIT_SMALL_SHARE	16u
 guint ha_commit_threads(void);
 guint ha_commit_waiting(void);
+
 /* The clock probes of this connection (clocksync.h). */
 const HaClockProbeStats *ha_conn_clock_stats(const HaConn *c);
 
