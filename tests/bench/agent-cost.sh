@@ -32,8 +32,9 @@
 #    "E VARIANT N" on the ac-ctl port at the workload's start and end: the host takes
 #    QEMU's CPU time (single-threaded TCG: the guest's vCPUs and its device
 #    emulation), the round's cost whatever else the host runs.
-# 3. A second stackmap-guestd run (a new stream) never stopped: two more slab rounds,
-#    then heavier, with raw_syscalls and sched events enabled too ("HEAVY").
+# 3. A second stackmap-guestd run (a new stream) never stopped: two more slab rounds
+#    (the agent's system calls counted by call: "SYSCALL NAME COUNT"), then heavier,
+#    with raw_syscalls and sched events enabled too ("HEAVY").
 # The trace clock is set to mono so that the agent measures each page's time from
 # commit to the host's ACK (STATS DURABLE_*, read from the host's store): the second
 # run's figures (a stopped agent would add its stop to the pages it holds).
@@ -199,8 +200,21 @@ echo > $T/trace
 AGENT=$!
 t2=$(now)
 sleep 3
+# its system calls in the two slab rounds, by call: a hist trigger in an instance of
+# its own (the top instance's pid filter, --exclude-self, hides the agent's events
+# from triggers there too), whose own buffer nothing records into
+inst=$T/instances/ac-syscalls
+mkdir "$inst" && echo 4 > "$inst/buffer_size_kb"
+sc=$inst/events/raw_syscalls/sys_enter/trigger
+trig="hist:keys=id.syscall:vals=hitcount:sort=hitcount.descending if common_pid == $AGENT"
+echo "$trig" > "$sc" || say "no hist trigger on raw_syscalls:sys_enter"
 round > /dev/null
 round > /dev/null
+awk 'index($0, "{ id:") == 1 { print "SYSCALL", $3, $NF }' \
+	"$inst/events/raw_syscalls/sys_enter/hist" |
+while read -r line; do say "$line"; done
+echo "!$trig" > "$sc" 2> /dev/null
+rmdir "$inst" 2> /dev/null
 
 echo 1 > $T/events/raw_syscalls/enable
 echo 1 > $T/events/sched/enable
