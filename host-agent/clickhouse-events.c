@@ -21,8 +21,11 @@
  * most HA_CH_FLUSH_BYTES per table at a time); pages of a CPU's newest chunk are
  * sent but stay above F (the next chunk, or the end of the stream, may pair their
  * events), and are sent again when P or the signature moved, with a newer version.
- * When the signature moved the U pages are sent again too; once the boot ended, a CPU
- * whose U overflowed is sent again from page 0. A boot that ended 'crashed' keeps its
+ * When the signature moved the U pages are sent again too, and those still waiting
+ * stay in U wherever they are: a merge of small chunks (compact.h) may make the
+ * CPU's newest chunk start below F again, and a page below F is sent again only
+ * from U. Once the boot ended, a CPU whose U overflowed (more than MAX_UNRESOLVED
+ * pages, found sending F.. or sending U again) is sent again from page 0. A boot that ended 'crashed' keeps its
  * U pages, the last chunk's included: its post-mortem (postmortem.h) replays what was
  * not streamed after the end, which may pair or resolve them (and moves the
  * signature's pairing state). The watermark moves only after
@@ -89,9 +92,15 @@ static void on_event(const HaReportEvent *e, void *user)
 		nlen = 0, colon = NULL;
 	if (!x->ended && e->tail && e->page < x->tail_first)
 		x->tail_first = e->page;
-	/* a crashed boot's post-mortem may still pair or resolve its last events
-	 * (postmortem.h): its pages are final, but those with such events stay in U */
-	if ((!x->ended || x->crashed) && (x->ended || !e->tail) &&
+	/*
+	 * Every page with an event that may still change, on the newest chunk or not:
+	 * the caller keeps those below F in U (the others stay above F). A page below F
+	 * can be on the newest chunk again: a merge of small chunks (compact.h) may take
+	 * the CPU's newest one into a run of older ones. A crashed boot's post-mortem may
+	 * still pair or resolve its last events (postmortem.h): its pages are final, but
+	 * those with such events stay in U.
+	 */
+	if ((!x->ended || x->crashed) &&
 	    (!strcmp(e->stack_kind, "unresolved") || e->waiting) &&
 	    (!x->unres->len || g_array_index(x->unres, uint64_t, x->unres->len - 1) != e->page))
 		g_array_append_val(x->unres, e->page);
@@ -297,10 +306,14 @@ static bool ship_cpu(EvShip *x, HaStore *store, int64_t boot, uint32_t cpu, bool
 			g_array_set_size(x->unres, 0);
 			if (!send_pages(x, store, boot, cpu, a, b + 1, error))
 				goto out;
-			for (guint k = 0; k < x->unres->len && (!x->ended || x->crashed); k++)
+			/* still waiting: kept, or the CPU is sent again once the boot ended */
+			for (guint k = 0; k < x->unres->len; k++) {
 				if (keep->len < MAX_UNRESOLVED)
 					g_array_append_val(keep, g_array_index(x->unres, uint64_t,
 									       k));
+				else
+					m.overflow = true;
+			}
 		}
 		g_array_set_size(m.u, 0);
 		g_array_append_vals(m.u, keep->data, keep->len);
