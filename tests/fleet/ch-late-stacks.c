@@ -1,25 +1,29 @@
 // SPDX-License-Identifier: MIT
 /*
- * ch-tail-merge STATE_DIR URL: one boot of domain "t" written into STATE_DIR/t.db by a
- * real HaConn (frames fed directly, as test-report-cpu.c does) and replicated to
- * ClickHouse at URL by ha_ch_ship() at chosen moments of its stream, each through a
- * read-only store of its own as the daemon's replication thread does. What
- * t-clickhouse-merge.sh then checks: the fleet's events equal the store's.
+ * ch-late-stacks SCENARIO STATE_DIR URL: one boot of domain "t" written into
+ * STATE_DIR/t.db by a real HaConn (frames fed directly, as test-report-cpu.c does) and
+ * replicated to ClickHouse at URL by ha_ch_ship() at chosen moments of its stream,
+ * each through a read-only store of its own as the daemon's replication thread does.
+ * Its events' stacks come late: pages 0-3 of CPU 0 (one chunk each: a commit per
+ * page) are stored before the stack delta they need. What t-clickhouse-late.sh then
+ * checks: the fleet's events equal the store's, every stack resolved.
  *
- * The order forced here (no timing involved):
- *   1. pages 0-3 of CPU 0, one chunk each (a commit per page), their events' stacks
- *      not received yet: shipped, pages 0-2 are below the watermark and wait for
- *      their stacks (unresolved)
- *   2. page 4, then the chunks merged into one (the ingest's compaction does this
- *      when the connection idles and a run of small chunks reaches its size: the
- *      CPU's newest chunk may be in the run), and an unrelated stack delta so that the
- *      boot's signature moves: shipped while the merged chunk is the CPU's newest, so
- *      that pages 0-2 are on it
- *   3. page 5 (a chunk of its own), the missing stacks, BYE: shipped
- * Before the fix, round 2 forgot pages 0-2 (their events were on the newest chunk,
- * which the shipper does not keep as "unresolved": it stays above the watermark, but
- * these pages were below it), so their events stayed unresolved in ClickHouse for
- * good while the store resolves them.
+ * The orders forced here (no timing involved), after pages 0-3 were shipped (pages
+ * 0-2 below the watermark, their events unresolved):
+ *
+ * merge   page 4, then the chunks merged into one (the ingest's compaction does this
+ *         when a run of small chunks reaches its size: the CPU's newest chunk may be
+ *         in the run) and an unrelated stack delta so that the boot's signature
+ *         moves: shipped while the merged chunk is the CPU's newest, so that pages
+ *         0-2 are on it; then page 5 (a chunk of its own), the missing stacks, BYE:
+ *         shipped. Before the fix, the second round forgot pages 0-2 (it did not
+ *         keep a page of the newest chunk as waiting for a stack: such pages stay
+ *         above the watermark, but these were below it).
+ * resume  the connection closes without BYE (the boot is 'disconnected'): shipped;
+ *         then the guest reconnects, the stream resumes (the same boot and stream)
+ *         with page 4, the missing stacks and BYE: shipped. Before the fix, the round
+ *         that saw the boot disconnected forgot pages 0-3 (a boot that ended kept
+ *         them only when it ended 'crashed').
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -132,8 +136,11 @@ static bool hello(Run *r, GError **error)
 
 	memcpy(m.boot_id, boot_id, 16);
 	n = smp_hello_encode(&m, h, sizeof(h));
-	if (!conn_send_frame(r->conn, SMP_HELLO, 0, h, (size_t)n, error) ||
-	    !conn_send_formats(r->conn, &r->seq, error))
+	if (!conn_send_frame(r->conn, SMP_HELLO, 0, h, (size_t)n, error))
+		return false;
+	if (r->seq > 1)
+		return true;	/* a reconnect: the stream resumes where it was */
+	if (!conn_send_formats(r->conn, &r->seq, error))
 		return false;
 	n = smp_delta_put_epoch(ep, sizeof(ep), 0, 0);
 	return conn_send_frame(r->conn, SMP_EPOCH, r->seq++, ep, (size_t)n, error) &&
@@ -147,6 +154,21 @@ static bool bye(Run *r, GError **error)
 
 	return n > 0 && conn_send_frame(r->conn, SMP_BYE, r->seq++, b, (size_t)n, error) &&
 	       ha_conn_flush(r->conn, error);
+}
+
+/* The connection ends (EOF): without BYE, the boot is disconnected. */
+static bool disconnect(Run *r)
+{
+	ha_conn_close(r->conn);
+	g_clear_pointer(&r->conn, ha_conn_free);
+	return true;
+}
+
+/* The guest's agent connects again: the same boot and stream, resumed. */
+static bool reconnect(Run *r, const HaLimits *lim, GError **error)
+{
+	r->conn = ha_conn_new(r->store, lim, "t", "ch-late-stacks");
+	return hello(r, error);
 }
 
 /* Merge the boot's small chunks, the newest included, until none is left to merge. */
@@ -164,39 +186,45 @@ int main(int argc, char **argv)
 	g_autoptr(GError) e = NULL;
 	g_autofree char *db = NULL;
 	g_autoptr(HaStore) store = NULL;
-	g_autoptr(HaConn) conn = NULL;
 	HaLimits lim;
 	Run r = { .seq = 1, .ts = 1000 };
 	bool ok;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: ch-tail-merge STATE_DIR URL\n");
+	if (argc != 4 || (strcmp(argv[1], "merge") && strcmp(argv[1], "resume"))) {
+		fprintf(stderr, "usage: ch-late-stacks merge|resume STATE_DIR URL\n");
 		return 2;
 	}
-	r.dir = argv[1];
-	r.url = argv[2];
+	r.dir = argv[2];
+	r.url = argv[3];
 	db = g_build_filename(r.dir, "t.db", NULL);
 	store = ha_store_open(db, false, &e);
 	if (!store) {
-		fprintf(stderr, "ch-tail-merge: %s\n", e->message);
+		fprintf(stderr, "ch-late-stacks: %s\n", e->message);
 		return 1;
 	}
 	ha_limits_default(&lim);
-	conn = ha_conn_new(store, &lim, "t", "ch-tail-merge");
 	r.store = store;
-	r.conn = conn;
+	r.conn = ha_conn_new(store, &lim, "t", "ch-late-stacks");
 	ok = hello(&r, &e);
-	/* 1: pages 0-3, one chunk each; pages 0-2 below the watermark, unresolved */
+	/* pages 0-3, one chunk each; pages 0-2 below the watermark, unresolved */
 	for (int i = 0; ok && i < 4; i++)
 		ok = page(&r, &e);
 	ok = ok && ship(&r, &e);
-	/* 2: page 4, every chunk merged into one, the CPU's newest; the signature moves */
-	ok = ok && page(&r, &e) && merge_all(&r, &lim, &e) && stacks(&r, 9, 9, &e) &&
-	     ship(&r, &e);
-	/* 3: a chunk after the merged one, the missing stacks, the end */
-	ok = ok && page(&r, &e) && stacks(&r, 1, 2, &e) && bye(&r, &e) && ship(&r, &e);
+	if (!strcmp(argv[1], "merge")) {
+		/* page 4, every chunk merged into one, the CPU's newest; the signature
+		 * moves; then a chunk after the merged one */
+		ok = ok && page(&r, &e) && merge_all(&r, &lim, &e) && stacks(&r, 9, 9, &e) &&
+		     ship(&r, &e) && page(&r, &e);
+	} else {
+		/* disconnected, shipped; the stream resumes */
+		ok = ok && disconnect(&r) && ship(&r, &e) && reconnect(&r, &lim, &e) &&
+		     page(&r, &e);
+	}
+	/* the missing stacks, the end */
+	ok = ok && stacks(&r, 1, 2, &e) && bye(&r, &e) && ship(&r, &e);
+	g_clear_pointer(&r.conn, ha_conn_free);
 	if (!ok) {
-		fprintf(stderr, "ch-tail-merge: %s\n", e ? e->message : "failed");
+		fprintf(stderr, "ch-late-stacks: %s\n", e ? e->message : "failed");
 		return 1;
 	}
 	return 0;
