@@ -24,6 +24,11 @@
  *         with page 4, the missing stacks and BYE: shipped. Before the fix, the round
  *         that saw the boot disconnected forgot pages 0-3 (a boot that ended kept
  *         them only when it ended 'crashed').
+ * overflow as resume with 300 pages before the first round: more pages wait than the
+ *         watermark remembers (256), so the round that sees the boot disconnected
+ *         sends the CPU again whole. Before the fix, it then forgot that the CPU had
+ *         more waiting pages than U holds: after the resume, pages beyond U's 256
+ *         stayed unresolved.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -190,8 +195,9 @@ int main(int argc, char **argv)
 	Run r = { .seq = 1, .ts = 1000 };
 	bool ok;
 
-	if (argc != 4 || (strcmp(argv[1], "merge") && strcmp(argv[1], "resume"))) {
-		fprintf(stderr, "usage: ch-late-stacks merge|resume STATE_DIR URL\n");
+	if (argc != 4 || (strcmp(argv[1], "merge") && strcmp(argv[1], "resume") &&
+			  strcmp(argv[1], "overflow"))) {
+		fprintf(stderr, "usage: ch-late-stacks merge|resume|overflow STATE_DIR URL\n");
 		return 2;
 	}
 	r.dir = argv[2];
@@ -206,8 +212,9 @@ int main(int argc, char **argv)
 	r.store = store;
 	r.conn = ha_conn_new(store, &lim, "t", "ch-late-stacks");
 	ok = hello(&r, &e);
-	/* pages 0-3, one chunk each; pages 0-2 below the watermark, unresolved */
-	for (int i = 0; ok && i < 4; i++)
+	/* pages 0-3 (0-299), one chunk each; all but the last below the watermark,
+	 * unresolved */
+	for (int i = 0; ok && i < (strcmp(argv[1], "overflow") ? 4 : 300); i++)
 		ok = page(&r, &e);
 	ok = ok && ship(&r, &e);
 	if (!strcmp(argv[1], "merge")) {

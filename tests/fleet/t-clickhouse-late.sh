@@ -1,6 +1,7 @@
 # Events whose stacks come after they were shipped (ch-late-stacks.c forces the
 # orders): a boot replicated while the ingest merges the CPU's newest chunk with older
-# ones, and a boot replicated while disconnected whose stream then resumes. The
+# ones, and a boot replicated while disconnected whose stream then resumes, with a
+# few waiting pages and with more than the watermark remembers. The
 # events are sent again with their stacks: the fleet's events equal the store's, none
 # unresolved when the store resolves every one.
 . "$1"
@@ -14,7 +15,7 @@ trap cleanup_ch EXIT
 
 ch_config
 ch_start
-for s in merge resume; do
+for s in merge resume overflow; do
 	chq "CREATE DATABASE IF NOT EXISTS $s" || fail "create database $s"
 	url="${CH_URL}?database=$s"
 	mkdir -p "$T/$s"
@@ -24,7 +25,7 @@ for s in merge resume; do
 	"$HOST_AGENT" report --clickhouse "$url" events --json --limit 1000000 >"$T/$s.fleet" ||
 		fail "$s: fleet events"
 	n=$(grep -o '"kind":"[a-z_]*"' "$T/$s.union" | sort | uniq -c | tr -s ' ')
-	want=$([ "$s" = merge ] && echo 48 || echo 40)
+	case $s in merge) want=48 ;; resume) want=40 ;; overflow) want=2408 ;; esac
 	[ "$n" = " $want \"kind\":\"stack_id\"" ] ||
 		fail "$s: the store's events: $n, want $want resolved"
 	if ! r=$(python3 "$(dirname "$0")/events-cmp.py" "$T/$s.union" "$T/$s.fleet"); then
