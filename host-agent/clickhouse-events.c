@@ -25,12 +25,16 @@
  * stay in U wherever they are: a merge of small chunks (compact.h) may make the
  * CPU's newest chunk start below F again, and a page below F is sent again only
  * from U. Once the boot ended, a CPU whose U overflowed (more than MAX_UNRESOLVED
- * pages, found sending F.. or sending U again) is sent again from page 0. A boot that ended 'crashed' keeps its
- * U pages, the last chunk's included: its post-mortem (postmortem.h) replays what was
- * not streamed after the end, which may pair or resolve them (and moves the
- * signature's pairing state). The watermark moves only after
- * ClickHouse confirmed a window's rows: a kill at any instant sends a window again,
- * the same keys, which the newer version replaces: no loss, no duplicate.
+ * pages, found sending F.. or sending U again) is sent again from page 0, and U is
+ * what still waits then. A boot keeps its U pages however it ended, the last
+ * chunk's included: a disconnected boot may resume and bring their stacks, a crashed
+ * one's post-mortem (postmortem.h) replays what was not streamed after the end,
+ * which may pair or resolve them (both move the signature: its end, its counts, its
+ * pairing state). An event whose stack never comes is sent as such (its stack
+ * object says unresolved or waiting, and why), never left out. The watermark moves
+ * only after ClickHouse confirmed a window's rows: a kill at any instant sends a
+ * window again, the same keys, which the newer version replaces: no loss, no
+ * duplicate.
  */
 #include "clickhouse-rows.h"
 
@@ -58,7 +62,6 @@ typedef struct {
 	uint64_t ts0;		/* and the guest time of its first stored event */
 	uint64_t version;	/* 0 until this ship sends something */
 	bool ended;
-	bool crashed;		/* ended 'crashed': a post-mortem may still add to it */
 	GHashTable *sent;	/* stack hashes sent in this ship (uint64_t *) */
 	uint64_t tail_first;	/* the first page of a CPU's newest chunk seen, or MAX */
 	GArray *unres;		/* uint64_t pages with an unresolved event */
@@ -93,15 +96,14 @@ static void on_event(const HaReportEvent *e, void *user)
 	if (!x->ended && e->tail && e->page < x->tail_first)
 		x->tail_first = e->page;
 	/*
-	 * Every page with an event that may still change, on the newest chunk or not:
-	 * the caller keeps those below F in U (the others stay above F). A page below F
-	 * can be on the newest chunk again: a merge of small chunks (compact.h) may take
-	 * the CPU's newest one into a run of older ones. A crashed boot's post-mortem may
-	 * still pair or resolve its last events (postmortem.h): its pages are final, but
-	 * those with such events stay in U.
+	 * Every page with an event that may still change, on the newest chunk or not,
+	 * however the boot ended: the caller keeps those below F in U (the others stay
+	 * above F). A page below F can be on the newest chunk again: a merge of small
+	 * chunks (compact.h) may take the CPU's newest one into a run of older ones. A
+	 * boot that ended may still change: a disconnected one may resume, a crashed
+	 * one's post-mortem may pair or resolve its last events (postmortem.h).
 	 */
-	if ((!x->ended || x->crashed) &&
-	    (!strcmp(e->stack_kind, "unresolved") || e->waiting) &&
+	if ((!strcmp(e->stack_kind, "unresolved") || e->waiting) &&
 	    (!x->unres->len || g_array_index(x->unres, uint64_t, x->unres->len - 1) != e->page))
 		g_array_append_val(x->unres, e->page);
 	if (!g_hash_table_contains(x->sent, &key)) {
@@ -219,7 +221,7 @@ static void append_hex(GString *s, GBytes *b, bool upper)
 /* What can change an event already sent, hashed (the row as text, each value and a
  * '|', kept as it was so that a store's watermarks stay valid). */
 static char *boot_signature(const HaStoreFleetBoot *b, bool found, bool *ended,
-			    bool *crashed, char **boot_id)
+			    char **boot_id)
 {
 	g_autoptr(GString) s = g_string_new(NULL);
 	g_autoptr(GString) h = g_string_new(NULL);
@@ -231,7 +233,6 @@ static char *boot_signature(const HaStoreFleetBoot *b, bool found, bool *ended,
 		append_hex(s, b->pair_state, true);
 		g_string_append_printf(s, "|%s|", h->str);
 		*ended = *b->ended != '\0';
-		*crashed = !strcmp(b->ended, "crashed");
 		/* as report boots prints boot_id */
 		*boot_id = h->len == 32 ?
 			   g_strdup_printf("%.8s-%.4s-%.4s-%.4s-%.12s", h->str, h->str + 8,
@@ -241,6 +242,24 @@ static char *boot_signature(const HaStoreFleetBoot *b, bool found, bool *ended,
 		*boot_id = g_strdup("?");
 	}
 	return g_compute_checksum_for_string(G_CHECKSUM_SHA256, s->str, (gssize)s->len);
+}
+
+/* Pages @from..@to-1 sent again; those with an event still waiting for its stack
+ * into @k's U (overflow set when it is full). False with @error: @k is then not
+ * complete, and the caller saves nothing of it. */
+static bool resend(EvShip *x, HaStore *store, int64_t boot, uint32_t cpu, uint64_t from,
+		   uint64_t to, Mark *k, GError **error)
+{
+	g_array_set_size(x->unres, 0);
+	if (!send_pages(x, store, boot, cpu, from, to, error))
+		return false;
+	for (guint i = 0; i < x->unres->len; i++) {
+		if (k->u->len < MAX_UNRESOLVED)
+			g_array_append_val(k->u, g_array_index(x->unres, uint64_t, i));
+		else
+			k->overflow = true;
+	}
+	return true;
 }
 
 static bool ship_cpu(EvShip *x, HaStore *store, int64_t boot, uint32_t cpu, bool moved,
@@ -291,39 +310,43 @@ static bool ship_cpu(EvShip *x, HaStore *store, int64_t boot, uint32_t cpu, bool
 	}
 	if (pages <= m.f)
 		m.p = pages;
-	/* what may have changed below F: a late stack for an unresolved event; the U
-	 * pages in runs (pages between them are sent again too: the same rows) */
-	if (moved && m.u->len) {
-		g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	/*
+	 * What may have changed below F: a late stack for an unresolved event. Once the
+	 * boot ended, a CPU whose U overflowed is sent again whole; otherwise the U pages
+	 * in runs (pages between them are sent again too: the same rows). U becomes what
+	 * still waits after that: a boot that ended may still resume (disconnected) or
+	 * be completed by its post-mortem (crashed).
+	 */
+	if (x->ended && m.overflow) {
+		Mark k = { .u = g_array_new(FALSE, FALSE, sizeof(uint64_t)) };
+		bool sent = true;
+
+		for (uint64_t from = 0; sent && from < m.f; from += WINDOW_PAGES)
+			sent = resend(x, store, boot, cpu, from, MIN(m.f, from + WINDOW_PAGES), &k,
+				      error);
+		g_array_unref(m.u);
+		m.u = k.u;
+		m.overflow = k.overflow;
+		if (!sent)
+			goto out;
+	} else if (moved && m.u->len) {
+		Mark k = { .u = g_array_new(FALSE, FALSE, sizeof(uint64_t)) };
+		bool sent = true;
 
 		g_array_sort(m.u, cmp_u64);
-		for (guint i = 0, j; i < m.u->len; i = j) {
+		for (guint i = 0, j; sent && i < m.u->len; i = j) {
 			uint64_t a = g_array_index(m.u, uint64_t, i), b = a;
 
 			for (j = i + 1; j < m.u->len &&
 			     g_array_index(m.u, uint64_t, j) < b + RUN_GAP; j++)
 				b = g_array_index(m.u, uint64_t, j);
-			g_array_set_size(x->unres, 0);
-			if (!send_pages(x, store, boot, cpu, a, b + 1, error))
-				goto out;
-			/* still waiting: kept, or the CPU is sent again once the boot ended */
-			for (guint k = 0; k < x->unres->len; k++) {
-				if (keep->len < MAX_UNRESOLVED)
-					g_array_append_val(keep, g_array_index(x->unres, uint64_t,
-									       k));
-				else
-					m.overflow = true;
-			}
+			sent = resend(x, store, boot, cpu, a, b + 1, &k, error);
 		}
-		g_array_set_size(m.u, 0);
-		g_array_append_vals(m.u, keep->data, keep->len);
-	}
-	if (x->ended && m.overflow) {
-		for (uint64_t from = 0; from < m.f; from += WINDOW_PAGES)
-			if (!send_pages(x, store, boot, cpu, from, MIN(m.f, from + WINDOW_PAGES),
-					error))
-				goto out;
-		m.overflow = false;
+		g_array_unref(m.u);
+		m.u = k.u;
+		m.overflow = m.overflow || k.overflow;
+		if (!sent)
+			goto out;
 	}
 	ok = mark_save(kf, group, key, &m, mark, error);
 out:
@@ -357,7 +380,7 @@ bool ha_ch_ship_events(HaCh *c, HaStore *store, const char *host, const char *do
 
 	if (!ha_store_fleet_boot(store, boot, &found, &b, error))
 		return false;
-	sig = boot_signature(&b, found, &x.ended, &x.crashed, &boot_id);
+	sig = boot_signature(&b, found, &x.ended, &boot_id);
 	x.host0_us = b.start_us;
 	x.ts0 = b.first_ts;
 	clock = ha_clockmap_load(store, boot, error);
