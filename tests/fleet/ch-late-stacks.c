@@ -31,13 +31,11 @@
  *         stayed unresolved.
  */
 #include <glib.h>
-#include <glib/gstdio.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../integration/conn-feed.h"
 #include "clickhouse.h"
+#include "conn-feed.h"
 #include "compact.h"
 #include "guest-formats.h"
 #include "ingest.h"
@@ -81,8 +79,8 @@ typedef struct {
 	const char *url;
 } Run;
 
-/* Page @n of CPU 0: kmallocs alternating between stack ids 1 and 2 of epoch 0; a
- * commit after it, so that it is a chunk of its own. */
+/* The next page of CPU 0: kmallocs alternating between stack ids 1 and 2 of epoch
+ * 0; a commit after it, so that it is a chunk of its own. */
 static bool page(Run *r, GError **error)
 {
 	uint8_t buf[4096], p[SMP_PAGE_FIXED + 4096];
