@@ -38,6 +38,7 @@
 #include "conn-feed.h"
 #include "compact.h"
 #include "guest-formats.h"
+#include "guest-hello.h"
 #include "ingest.h"
 #include "proto.h"
 #include "ringpage.h"
@@ -130,15 +131,9 @@ static bool hello(Run *r, GError **error)
 {
 	static const uint8_t boot_id[16] = { 0x15, 0x15, 0x7a, 0x11 };
 	uint8_t h[128], ep[SMP_DELTA_EPOCH_SIZE];
-	struct smp_hello m = {
-		.stream_id = 15, .text_addr = 0xffffffff81000000ull, .nr_cpus = 1,
-		.page_size = 4096, .map_bits = 10, .max_depth = 64,
-		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
-	};
-	long n;
+	long n = gh_hello_encode(h, sizeof(h), boot_id, 15, 1);
 
-	memcpy(m.boot_id, boot_id, 16);
-	n = smp_hello_encode(&m, h, sizeof(h));
+	g_assert(n > 0);
 	if (!conn_send_frame(r->conn, SMP_HELLO, 0, h, (size_t)n, error))
 		return false;
 	if (r->seq > 1)

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "guest-formats.h"
+#include "guest-hello.h"
 #include "ingest.h"
 #include "proto.h"
 #include "ringpage.h"
@@ -67,15 +68,9 @@ static bool wait_commits(Committed *k, unsigned int calls)
 static bool send_hello(HaConn *c, GError **error)
 {
 	uint8_t p[128];
-	struct smp_hello h = {
-		.stream_id = 5, .text_addr = 0xffffffff81000000ull, .nr_cpus = 2,
-		.page_size = 4096, .map_bits = 10, .max_depth = 64,
-		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
-	};
-	long n;
+	long n = gh_hello_encode(p, sizeof(p), boot_id, 5, 2);
 
-	memcpy(h.boot_id, boot_id, 16);
-	n = smp_hello_encode(&h, p, sizeof(p));
+	g_assert(n > 0);
 	return conn_send_frame(c, SMP_HELLO, 0, p, (size_t)n, error);
 }
 

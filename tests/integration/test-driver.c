@@ -34,6 +34,7 @@
 #include "conn-driver.h"
 #include "crash.h"
 #include "guest-formats.h"
+#include "guest-hello.h"
 #include "link-impl.h"
 #include "proto.h"
 #include "ringpage.h"
@@ -321,15 +322,8 @@ static void put_frame(GByteArray *to, uint8_t type, uint64_t seq, const void *p,
 static void put_hello(GByteArray *to)
 {
 	uint8_t p[128];
-	struct smp_hello h = {
-		.stream_id = 9, .text_addr = 0xffffffff81000000ull, .nr_cpus = 2,
-		.page_size = 4096, .map_bits = 10, .max_depth = 64,
-		.release = "6.1.0", .release_len = 5, .trace_clock = "local", .clock_len = 5,
-	};
-	long n;
+	long n = gh_hello_encode(p, sizeof(p), boot_id, 9, 2);
 
-	memcpy(h.boot_id, boot_id, 16);
-	n = smp_hello_encode(&h, p, sizeof(p));
 	g_assert(n > 0);
 	put_frame(to, SMP_HELLO, 0, p, (size_t)n);
 }
