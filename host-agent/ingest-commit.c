@@ -21,7 +21,7 @@
  * flight is done (ha_conn_process()). A merge of small chunks (compact.h) is a
  * flight too, so a connection's merges never overlap its commits; one that still
  * waits for a commit thread when its connection's commit is due (or a frame needs the
- * store) is dropped instead (drop_waiting_merge()), never waited for.
+ * store) is dropped instead (ingest_flight_yield()), never waited for.
  *
  * Crash safety is the store's: the batch's rows, its chunks and the stream's next
  * sequence number commit in one transaction, and the ACK follows it. A crash at any
@@ -177,7 +177,7 @@ static void on_pool(gpointer data, gpointer unused)
 
 	(void)unused;
 	if (!g_atomic_int_compare_and_exchange(&f->state, FLIGHT_WAITING, FLIGHT_TAKEN)) {
-		/* a merge its connection dropped (drop_waiting_merge()): the connection
+		/* a merge its connection dropped (ingest_flight_yield()): the connection
 		 * may be gone, nothing of it is touched */
 		flight_free(f);
 		return;
@@ -270,7 +270,7 @@ static bool finish(HaConn *c, IngestFlight *f, GError **error)
  * already (it is then waited for: one merge of a run of small chunks, compact.h).
  * It is tried again after the next commit (finish()).
  */
-static bool drop_waiting_merge(HaConn *c)
+bool ingest_flight_yield(HaConn *c)
 {
 	IngestFlight *f = c->flight;
 
@@ -286,14 +286,9 @@ static bool drop_waiting_merge(HaConn *c)
 	return true;
 }
 
-bool ingest_flight_yield(HaConn *c)
-{
-	return drop_waiting_merge(c);
-}
-
 bool ingest_commit_wait(HaConn *c, GError **error)
 {
-	if (!c->flight || drop_waiting_merge(c))
+	if (!c->flight || ingest_flight_yield(c))
 		return true;
 	ha_store_wait(c->store);
 	return finish(c, c->flight, error);
@@ -401,7 +396,7 @@ bool ingest_commit(HaConn *c, bool sync, GError **error)
 
 	if (!c->hello)
 		return true;
-	if (!sync && c->flight && !drop_waiting_merge(c)) {
+	if (!sync && c->flight && !ingest_flight_yield(c)) {
 		c->flush_due = true;
 		return true;
 	}
