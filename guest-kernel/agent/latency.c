@@ -82,15 +82,18 @@ static uint64_t bucket_top(unsigned i)
 	return (((uint64_t)LAT_SUB + i % LAT_SUB + 1) << b) - 1;
 }
 
-void latency_acked(struct latency *l, uint64_t acked)
+void latency_acked(struct latency *l, uint64_t acked, uint64_t mono_ns)
 {
-	struct timespec now;
-	uint64_t t;
+	uint64_t t = mono_ns;
 
 	if (!l->enabled || !l->count || at(l, 0)->seq > acked)
 		return;
-	clock_gettime(l->clock, &now);
-	t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	if (!t || l->clock != CLOCK_MONOTONIC) {
+		struct timespec now;
+
+		clock_gettime(l->clock, &now);
+		t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	}
 	while (l->count && at(l, 0)->seq <= acked) {
 		uint64_t ts = at(l, 0)->ts, us = t > ts ? (t - ts) / 1000 : 0;
 		unsigned b = bucket(us);

@@ -44,8 +44,12 @@ void latency_done(struct latency *l);
 
 /* A PAGE frame @seq was queued; its first event was committed at @ts. */
 void latency_page(struct latency *l, uint64_t seq, uint64_t ts);
-/* The host ACKed every frame <= @acked: one sample per page. */
-void latency_acked(struct latency *l, uint64_t acked);
+/*
+ * The host ACKed every frame <= @acked: one sample per page, as of @mono_ns when that
+ * is not 0 and the trace clock is CLOCK_MONOTONIC (a time the caller read just before:
+ * no clock read of our own), else as of a clock read here.
+ */
+void latency_acked(struct latency *l, uint64_t acked, uint64_t mono_ns);
 /* Frames below @first never reach the host; those from @first on now have seq + @shift
  * (win_splice()). */
 void latency_rebase(struct latency *l, uint64_t first, int64_t shift);

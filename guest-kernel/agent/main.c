@@ -309,7 +309,8 @@ static void handle_actions(struct agent *a, int act)
 	}
 }
 
-static void read_port(struct agent *a)
+/* @t_ns: CLOCK_MONOTONIC just read by the caller, or 0 (see latency_acked()) */
+static void read_port(struct agent *a, uint64_t t_ns)
 {
 	uint8_t buf[4096];
 
@@ -333,7 +334,7 @@ static void read_port(struct agent *a)
 		if (a->sess.time_probes != probes)
 			listen_probe(&a->listen, now_ms());
 		win_get_stats(a->win, &ws);
-		latency_acked(&a->lat, ws.acked);	/* ACKed pages are durable now */
+		latency_acked(&a->lat, ws.acked, t_ns);	/* ACKed pages are durable now */
 		if (act)
 			handle_actions(a, act);
 		/* a short read took what was there: poll says when more comes, no read
@@ -476,8 +477,9 @@ static int run(struct agent *a, int sfd)
 		unsigned nfd = 0, nring = 0;
 		int port_slot = -1, timeout, r;
 		bool hold = agent_holding(a), want_input = true;
+		uint64_t t_ns = now_ns();
 
-		now = now_ms();
+		now = t_ns / 1000000u;
 		/* after BYE nothing more is framed: BYE is the stream's last frame */
 		if (a->t_gather && now >= a->t_gather && !a->stopping) {
 			/*
@@ -489,7 +491,7 @@ static int run(struct agent *a, int sfd)
 			 */
 			a->c.rounds++;
 			if (a->connected)
-				read_port(a);	/* ACKs, TIME: no wake-up of their own */
+				read_port(a, t_ns);	/* ACKs, TIME: no wake-up of their own */
 			a->t_gather = agent_collect(a) && !agent_holding(a) ?
 				      now_ms() + gather_ms : 0;
 		}
@@ -580,7 +582,7 @@ static int run(struct agent *a, int sfd)
 			/* unasked, input under a hang-up is read before it is handled */
 			if ((ev & POLLIN) ||
 			    (!want_input && (ev & (POLLHUP | POLLERR))))
-				read_port(a);
+				read_port(a, 0);
 			if (a->connected && (ev & (POLLHUP | POLLERR | POLLNVAL)) &&
 			    !(ev & POLLIN))
 				on_host_gone(a, ev & POLLHUP ? "hang-up" : "port error",

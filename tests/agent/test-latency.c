@@ -31,7 +31,7 @@ int main(void)
 	is_int(latency_init(&l, "global", 16), 0, "global clock: init");
 	ok(!l.enabled, "the scheduler clock is not measured");
 	latency_page(&l, 1, 0);
-	latency_acked(&l, 1);
+	latency_acked(&l, 1, 0);
 	is_int((long)l.samples, 0, "and gives no samples");
 	latency_done(&l);
 
@@ -43,9 +43,9 @@ int main(void)
 		latency_page(&l, s, now - 1000000);
 	latency_page(&l, 99, now - 50000000);
 	latency_page(&l, 100, now - 900000000);
-	latency_acked(&l, 50);
+	latency_acked(&l, 50, 0);
 	is_int((long)l.samples, 50, "an ACK of 50 gives 50 samples");
-	latency_acked(&l, 100);
+	latency_acked(&l, 100, 0);
 	is_int((long)l.samples, 100, "then 100");
 	ok(near(latency_quantile_us(&l, 500), 1000), "p50 is 1 ms (%lu us)",
 	   (unsigned long)latency_quantile_us(&l, 500));
@@ -59,14 +59,40 @@ int main(void)
 	for (uint64_t s = 101; s <= 105; s++)
 		latency_page(&l, s, now - 2000000);
 	latency_rebase(&l, 103, 5);
-	latency_acked(&l, 107);
+	latency_acked(&l, 107, 0);
 	is_int((long)l.samples, 100, "after the rebase, ACK 107 covers none (103..105 are now 108..110)");
-	latency_acked(&l, 110);
+	latency_acked(&l, 110, 0);
 	is_int((long)l.samples, 103, "ACK 110 covers the three kept pages");
 	latency_page(&l, 111, now);
 	latency_reset(&l);
-	latency_acked(&l, 111);
+	latency_acked(&l, 111, 0);
 	is_int((long)l.samples, 103, "a fresh stream forgets pending pages");
+
+	/* the caller's time: taken as is on the monotonic clock, no read of our own */
+	latency_done(&l);
+	is_int(latency_init(&l, "mono", 16), 0, "mono clock again");
+	latency_page(&l, 1, 1000000000);
+	latency_page(&l, 2, 1000000000);
+	latency_acked(&l, 1, 1000000000 + 300000000);
+	is_int((long)l.max_us, 300000, "an ACK as of a given time: exactly 300 ms (%lu us)",
+	       (unsigned long)l.max_us);
+	latency_acked(&l, 2, 1);
+	is_int((long)l.samples, 2, "a time before the page's gives a sample too");
+	ok(latency_quantile_us(&l, 500) == 0, "of 0 us");
+	latency_done(&l);
+
+	/* another clock: the caller's monotonic time is not used for it */
+	is_int(latency_init(&l, "boot", 16), 0, "boot clock");
+	{
+		struct timespec t;
+
+		clock_gettime(CLOCK_BOOTTIME, &t);
+		latency_page(&l, 1, (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec -
+				    5000000);
+	}
+	latency_acked(&l, 1, 1);
+	ok(near(l.max_us, 5000), "boot clock: the ACK is timed by its own read (%lu us)",
+	   (unsigned long)l.max_us);
 
 	/* more pending than capacity: the oldest go */
 	latency_done(&l);
