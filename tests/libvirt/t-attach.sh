@@ -5,8 +5,12 @@
 . "$(dirname "$0")/lib.sh"
 lv_start_daemons
 lv_guest
+# the controller qemu-patches/README.md recommends: a vector per queue
+LV_CONTROLLER="<controller type='virtio-serial' index='0' ports='2' vectors='7'/>"
 lv_define smlv-attach idle
 v start smlv-attach > /dev/null || fail "start"
+v dumpxml smlv-attach | grep -q "<controller type='virtio-serial' index='0' ports='2' vectors='7'" ||
+	fail "libvirt did not keep the controller's ports and vectors"
 wait_for 120 console_has smlv-attach "STACKMAP-LV: guestd started" || fail "guest did not boot"
 lv_agent smlv-attach
 wait_for 20 grep -q "cannot open channel" "$W/agent-smlv-attach.log" ||
