@@ -160,6 +160,11 @@ unsigned agent_collect(struct agent *a)
 	bool missed_any = false;
 	unsigned pages = 0;
 
+	/* where ring_read_page() finds RB_CAUGHT_UP (ring.h) */
+	if (a->rings && !a->rings->commit_size) {
+		a->rings->commit_off = a->pl.commit_off;
+		a->rings->commit_size = a->pl.commit_size;
+	}
 	for (uint32_t i = 0; a->rings && i < a->rings->count; i++) {
 		struct ring_cpu *c = &a->rings->cpus[i];
 
@@ -221,6 +226,13 @@ unsigned agent_collect(struct agent *a)
 				a->c.missed_pages++;
 				missed_any = true;
 			}
+			/*
+			 * The read took everything committed on this CPU (ring.h): the
+			 * next one would only fail with EAGAIN. What is committed from
+			 * now on is read in the next round, as after an EAGAIN.
+			 */
+			if (c->caught_up)
+				break;
 		}
 	}
 	/* After the pages: every stack_id in them was inserted before its event. */

@@ -108,9 +108,55 @@ static ssize_t read_ready(int fd, void *buf, size_t len)
 	}
 }
 
+/*
+ * Whether @page's commit word has RB_CAUGHT_UP, which is cleared: the flag is only in
+ * the low 32 bits of the native word (the kernel adds it to a long as a positive int).
+ */
+static bool take_caught_up(const struct rings *rs, uint8_t *page)
+{
+	uint8_t *p = page + rs->commit_off;
+
+	if (rs->commit_off + rs->commit_size > rs->page_size)
+		return false;
+	if (rs->commit_size == 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		if (!(v & RB_CAUGHT_UP))
+			return false;
+		v &= ~(uint64_t)RB_CAUGHT_UP;
+		memcpy(p, &v, 8);
+		return true;
+	}
+	if (rs->commit_size == 4) {
+		uint32_t v;
+
+		memcpy(&v, p, 4);
+		if (!(v & RB_CAUGHT_UP))
+			return false;
+		v &= ~RB_CAUGHT_UP;
+		memcpy(p, &v, 4);
+		return true;
+	}
+	return false;
+}
+
+/* A whole page was read into @page: count it, and take its RB_CAUGHT_UP. */
+static int page_done(struct rings *rs, struct ring_cpu *c, uint8_t *page,
+		     const uint8_t **ret_page)
+{
+	c->pages++;
+	c->caught_up = take_caught_up(rs, page);
+	if (c->caught_up)
+		c->caught_up_pages++;
+	*ret_page = page;
+	return 1;
+}
+
 int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 		   const uint8_t **ret_page)
 {
+	c->caught_up = false;
 	if (c->fd < 0)
 		return 0;
 	while (dst && c->fill == 0) {
@@ -119,11 +165,8 @@ int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 		if (n <= 0)
 			return (int)n;
 		c->bytes += (size_t)n;
-		if ((size_t)n == rs->page_size) {
-			c->pages++;
-			*ret_page = dst;
-			return 1;
-		}
+		if ((size_t)n == rs->page_size)
+			return page_done(rs, c, dst, ret_page);
 		/* short: the rest of this page comes with the next reads */
 		memcpy(c->page, dst, (size_t)n);
 		c->fill = (size_t)n;
@@ -138,7 +181,5 @@ int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 		c->bytes += (size_t)n;
 	}
 	c->fill = 0;
-	c->pages++;
-	*ret_page = c->page;
-	return 1;
+	return page_done(rs, c, c->page, ret_page);
 }

@@ -12,6 +12,13 @@
  * window): a whole page read in one read() lands there with no copy of its own. Only
  * the rare short read goes through the CPU's own page buffer.
  *
+ * Caught up: a kernel with guest-kernel patch 0017 sets RB_CAUGHT_UP in the commit word
+ * of a page when the read that returned it consumed every event committed on its CPU
+ * before it (the copy of the page the writer is on, up to that page's commit). The
+ * next read would only fail with EAGAIN, so the caller may leave it out until its next
+ * round. The flag is cleared in the page here: no frame ever carries it. Older
+ * kernels never set it, and every page is read until EAGAIN, as before.
+ *
  * Wake-ups: poll() on trace_pipe_raw honours buffer_percent (50% by default), which
  * would delay data by up to half a buffer; the all-CPU `trace_pipe` file polls with no
  * threshold, so it is the wake-up source when it exists (it is never read). Otherwise
@@ -20,8 +27,12 @@
 #ifndef SMG_RING_H
 #define SMG_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* In the commit word of a page read (guest-kernel patch 0017; libtraceevent ignores it). */
+#define RB_CAUGHT_UP (1u << 29)
 
 struct ring_cpu {
 	uint32_t cpu;
@@ -30,6 +41,8 @@ struct ring_cpu {
 	size_t fill;		/* bytes of the page read so far */
 	uint64_t pages;		/* pages read */
 	uint64_t bytes;		/* bytes read */
+	uint64_t caught_up_pages;	/* pages read with RB_CAUGHT_UP */
+	bool caught_up;		/* the last page read had RB_CAUGHT_UP (cleared in it) */
 };
 
 struct rings {
@@ -37,6 +50,9 @@ struct rings {
 	uint32_t count;
 	size_t page_size;
 	int wake_fd;		/* trace_pipe, or -1 */
+	/* where a page's commit word is (struct page_layout); size 0: RB_CAUGHT_UP is
+	 * neither looked for nor cleared */
+	uint32_t commit_off, commit_size;
 };
 
 /* Open trace_pipe_raw of each CPU in @cpus. Free with rings_close(). */
@@ -48,7 +64,9 @@ void rings_close(struct rings *rs);
  * Read the next whole page of @c. 1 and *ret_page (valid until the next call), 0 when
  * the buffer is empty for now, -errno. With @dst (rs->page_size bytes), a page read
  * whole in one read() is read into @dst and *ret_page is @dst; otherwise *ret_page is
- * the CPU's own page buffer (a short read, completed by the next ones).
+ * the CPU's own page buffer (a short read, completed by the next ones). With
+ * rs->commit_size set, c->caught_up tells whether the page had RB_CAUGHT_UP, which is
+ * cleared in it.
  */
 int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 		   const uint8_t **ret_page);

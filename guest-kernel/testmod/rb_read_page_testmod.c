@@ -24,7 +24,8 @@
  * One line per step: for a page read its return value, whether the page was
  * swapped or copied, the copy's commit field and time stamp, a CRC32 of the
  * whole page (header, events, the missed-events count and the zeroed rest),
- * and the buffer's counters after it (entries, read, bytes, overrun); for a
+ * whether the buffer is empty after it, and the buffer's counters after it
+ * (entries, read, bytes, overrun); for a
  * consume the event's time stamp, length, a CRC of its payload and the lost
  * count. The last line counts what the copies held (data events, time
  * extends, absolute time stamps, padding, pages with missed events), so a
@@ -34,6 +35,11 @@
  * kernel with and without guest-kernel patch 0015 (ring_buffer_read_page()
  * copying a run of events at once) prints the same text iff the two read
  * every page the same (tests/e2e, "rb-read-page").
+ *
+ * Patch 0017's RB_CAUGHT_UP is the one difference a kernel may make on
+ * purpose: it is taken out of the commit field before the page is walked,
+ * printed and hashed, and reported as " caught-up" after the "empty" field
+ * of the read's line, for the test to check against it and then remove.
  *
  * ring_buffer_set_clock() and ring_buffer_set_time_stamp_abs() are not
  * exported to modules; they are found through kallsyms_lookup_name(), whose
@@ -65,6 +71,7 @@ struct rbpt_page {
 };
 
 #define RBPT_MISSED_EVENTS	BIT(31)
+#define RBPT_CAUGHT_UP		BIT(29)
 #define RBPT_COMMIT_MASK	GENMASK(29, 0)
 
 enum rbpt_phase_flags {
@@ -263,6 +270,7 @@ static int rbpt_read(struct rbpt *t, size_t len, int full)
 {
 	void *before = t->page;
 	struct rbpt_page *page;
+	bool caught_up;
 	int ret;
 
 	ret = ring_buffer_read_page(t->buffer, &t->page, len, t->cpu, full);
@@ -272,6 +280,9 @@ static int rbpt_read(struct rbpt *t, size_t len, int full)
 		return ret;
 	}
 	page = t->page;
+	caught_up = local_read(&page->commit) & RBPT_CAUGHT_UP;
+	if (caught_up)
+		local_sub(RBPT_CAUGHT_UP, &page->commit);
 	t->reads++;
 	if (page == before)
 		t->copies++;
@@ -282,6 +293,9 @@ static int rbpt_read(struct rbpt *t, size_t len, int full)
 		   page == before ? "copy" : "swap",
 		   (unsigned long)local_read(&page->commit), page->time_stamp,
 		   crc32_le(~0, (void *)page, PAGE_SIZE));
+	seq_printf(t->m, " empty=%d%s",
+		   ring_buffer_empty_cpu(t->buffer, t->cpu),
+		   caught_up ? " caught-up" : "");
 	rbpt_counters(t);
 	return ret;
 }

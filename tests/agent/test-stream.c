@@ -462,6 +462,99 @@ static void test_page_in_place(void)
 	free(c.page);
 }
 
+/* The commit word of a page (x86_64: 8 bytes at offset 8). */
+static uint64_t commit_word(const uint8_t *page)
+{
+	uint64_t v;
+
+	memcpy(&v, page + 8, 8);
+	return v;
+}
+
+/*
+ * RB_CAUGHT_UP (guest-kernel patch 0017) in a page read: ring_read_page() reports it in
+ * c->caught_up and clears it in the page, whole or pieced together from short reads,
+ * so the frame is the page without it; a page without it, or rings that were given no
+ * commit layout (as before), leave the page as read.
+ */
+static void test_caught_up(void)
+{
+	struct page_layout pl;
+	struct ring_cpu c = { .cpu = 0 };
+	struct rings rs = { .cpus = &c, .count = 1, .page_size = 4096, .wake_fd = -1 };
+	uint64_t missed_flags = 0xffffffffc0000000ull;	/* as the kernel adds them */
+	uint32_t room = SMP_PAGE_FIXED + 4096;
+	const uint8_t *page = NULL;
+	struct smp_page sp;
+	struct got g = { 0 };
+	struct win *w;
+	uint8_t src[4096], want[4096], *f;
+	int fds[2], missed = 0;
+
+	page_layout_default(&pl, 4096);
+	rs.commit_off = pl.commit_off;
+	rs.commit_size = pl.commit_size;
+	c.page = malloc(4096);
+	if (pipe(fds) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0)
+		return;
+	c.fd = fds[0];
+	win_new(1u << 20, 64, &w);
+
+	/* whole, into the frame */
+	make_page(src, 100 | RB_CAUGHT_UP, 0x51);
+	make_page(want, 100, 0x51);
+	is_int(write(fds[1], src, 4096), 4096, "a caught-up page in the ring");
+	is_int(win_reserve(w, room, &f), 0, "frame reserved");
+	is_int(ring_read_page(&rs, &c, f + SMP_HDR_SIZE + SMP_PAGE_FIXED, &page), 1,
+	       "page read");
+	ok(c.caught_up, "... caught up");
+	ok(page == f + SMP_HDR_SIZE + SMP_PAGE_FIXED && memcmp(page, want, 4096) == 0,
+	   "... with the flag cleared in the frame");
+	is_int(stream_page_reserved(w, &pl, 0, f, 4096, &missed), 1, "frame committed");
+
+	/* with the missed-events flags too, in two short reads */
+	make_page(src, 200 | RB_CAUGHT_UP | missed_flags, 0x52);
+	make_page(want, 200 | missed_flags, 0x52);
+	is_int(write(fds[1], src, 10), 10, "the start of a page");
+	is_int(ring_read_page(&rs, &c, NULL, &page), 0, "short read: no page yet");
+	ok(!c.caught_up, "... not caught up");
+	is_int(write(fds[1], src + 10, 4086), 4086, "the rest of it");
+	is_int(ring_read_page(&rs, &c, NULL, &page), 1, "page completed");
+	ok(c.caught_up && page == c.page && memcmp(page, want, 4096) == 0,
+	   "caught up, only RB_CAUGHT_UP cleared");
+	is_int(stream_page(w, &pl, 0, page, 4096, &missed), 1, "framed by copy");
+	ok(missed, "... missed events still seen");
+
+	/* without the flag */
+	make_page(src, 300, 0x53);
+	is_int(write(fds[1], src, 4096), 4096, "a page not caught up");
+	is_int(ring_read_page(&rs, &c, NULL, &page), 1, "page read");
+	ok(!c.caught_up && memcmp(page, src, 4096) == 0, "not caught up, page as read");
+
+	/* no commit layout given: nothing looked at, nothing changed */
+	rs.commit_size = 0;
+	make_page(src, 100 | RB_CAUGHT_UP, 0x54);
+	is_int(write(fds[1], src, 4096), 4096, "a caught-up page");
+	is_int(ring_read_page(&rs, &c, NULL, &page), 1, "page read");
+	ok(!c.caught_up && memcmp(page, src, 4096) == 0, "no layout: the page as read");
+	is_int(ring_read_page(&rs, &c, NULL, &page), 0, "then empty");
+	is_int(c.caught_up_pages, 2, "two caught-up pages counted");
+
+	drain(w, &g);
+	is_int(g.n, 2, "two frames");
+	ok(g.n == 2 && smp_page_decode(&sp, g.payload[0], g.len[0]) == 0 &&
+	   sp.data_len == 116 && commit_word(sp.data) == 100,
+	   "the first frame: commit 100, no flag on the wire");
+	ok(g.n == 2 && smp_page_decode(&sp, g.payload[1], g.len[1]) == 0 &&
+	   commit_word(sp.data) == (200 | missed_flags),
+	   "the second: commit 200 with the missed-events flags, no RB_CAUGHT_UP");
+	got_free(&g);
+	win_free(w);
+	close(fds[0]);
+	close(fds[1]);
+	free(c.page);
+}
+
 /* An event header word (little-endian x86_64 layout: type_len:5, time_delta:27). */
 static void put_ev(uint8_t *p, uint32_t type_len, uint32_t delta, uint32_t arg)
 {
@@ -526,6 +619,7 @@ int main(void)
 {
 	test_first_ts();
 	test_page_in_place();
+	test_caught_up();
 	test_pages();
 	test_delta();
 	test_text();

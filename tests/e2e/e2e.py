@@ -31,7 +31,9 @@ Tests:
                      byte, and leaves the same reader state on the patched
                      kernel (patch 0015: a partial page copied as a run) as on
                      the unpatched one (guest-kernel/testmod's
-                     rb_read_page_testmod on a buffer of known content)
+                     rb_read_page_testmod on a buffer of known content), but
+                     for patch 0017's RB_CAUGHT_UP, which exactly the copies
+                     that left the buffer empty must carry
   pvpanic            a guest panic reaches QEMU through pvpanic and ends
                      the run at once (launch exits 1)
   port-backpressure  writers that wait for room in the virtio-serial port's
@@ -337,6 +339,25 @@ def t_rb_read_page(workdir):
         reports[name] = text.splitlines()
         log('%s: %d lines, %s' % (name, len(reports[name]), reports[name][-1]))
     base, new = reports['unpatched'], reports['patched']
+    # Patch 0017: the module reports RB_CAUGHT_UP as " caught-up" (and takes it out of
+    # the page first). Only a copy that left the buffer empty may have it; without it
+    # the line is the unpatched one.
+    check(not any(' caught-up ' in l for l in base), 'the unpatched kernel set RB_CAUGHT_UP')
+    flagged = [l for l in new if ' caught-up ' in l]
+    wrong = [l for l in flagged if ' copy ' not in l or ' empty=1 ' not in l]
+    check(not wrong, 'RB_CAUGHT_UP on a read that was no copy or left events unread:\n  %s'
+          % '\n  '.join(wrong[:5]))
+    check(flagged, 'no read caught up with the writer: RB_CAUGHT_UP untested')
+    # And every copy that left the buffer empty has it: in general the writer may have
+    # moved on to a page it has not committed to yet (a discarded event), but the
+    # script never leaves it so at a read.
+    missing = [l for l in new if ' copy ' in l and ' empty=1 ' in l and ' caught-up ' not in l]
+    check(not missing, 'a copy left the buffer empty without RB_CAUGHT_UP:\n  %s'
+          % '\n  '.join(missing[:5]))
+    log('patched: %d reads caught up with the writer (RB_CAUGHT_UP), every copy that left '
+        'the buffer empty; %d swaps left it empty (never flagged)'
+        % (len(flagged), sum(1 for l in new if ' swap ' in l and ' empty=1 ' in l)))
+    new = [l.replace(' caught-up ', ' ') for l in new]
     summ = base[-1].split()
     check(summ[0] == 'summary', 'no summary line: %r' % base[-1])
     counts = dict(kv.split('=', 1) for kv in summ[1:])
