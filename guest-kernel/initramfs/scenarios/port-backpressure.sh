@@ -24,11 +24,13 @@ dbg=/sys/kernel/debug/virtio-ports/${dev#/dev/}
 [ -r "$dbg" ] || fail "no $dbg"
 field() { awk -v f="$1:" '$1 == f { print $2 }' "$dbg"; }
 
-# irqs: every virtio line of /proc/interrupts as NAME=COUNT (all CPUs summed)
+# irqs: every virtio line of /proc/interrupts as IRQ:NAME=COUNT (all CPUs summed;
+# with a vector per queue the ports' queues share their names, so the IRQ tells them
+# apart: the port's out vq is the last virtio0-output)
 irqs() {
 	awk '/virtio/ { s = 0
 		for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i
-		printf "%s=%d ", $NF, s }' /proc/interrupts
+		printf "%s%s=%d ", $1, $NF, s }' /proc/interrupts
 }
 
 # parked PID: the writer sleeps (state S) with the out vq full, twice, a
