@@ -628,18 +628,22 @@ int main(int argc, char **argv)
 	log_info("setup took %" PRIu64 " ms of CPU", cpu_time_ns() / 1000000);
 	r = run(&a, sfd);
 	{
+		uint64_t caught_up = 0;
 		struct win_stats ws;
 
+		for (uint32_t i = 0; a.rings && i < a.rings->count; i++)
+			caught_up += a.rings->cpus[i].caught_up_pages;
 		win_get_stats(a.win, &ws);
 		log_info("exiting: %" PRIu64 " pages, %" PRIu64 " stack records, %" PRIu64
 			 " epoch records, %" PRIu64 " frames dropped, %" PRIu64 " resent, "
 			 "%" PRIu64 " holds on a full window, "
 			 "%" PRIu64 " bytes in %" PRIu64 " writes, %" PRIu64 " ms of CPU, "
 			 "%" PRIu64 " time probes answered, %" PRIu64 " wake-ups for %"
-			 PRIu64 " collection rounds",
+			 PRIu64 " collection rounds, %" PRIu64 " pages read up to the writer",
 			 a.c.pages, a.c.stacks, a.c.epochs, ws.dropped_frames,
 			 ws.resent_frames, a.c.window_full_holds, a.sess.out.bytes, a.sess.out.writes,
-			 cpu_time_ns() / 1000000, a.sess.time_probes, a.c.wakeups, a.c.rounds);
+			 cpu_time_ns() / 1000000, a.sess.time_probes, a.c.wakeups, a.c.rounds,
+			 caught_up);
 	}
 	agent_free(&a);
 	return r < 0 ? 1 : 0;
