@@ -37,14 +37,21 @@
  * every page the same (tests/e2e, "rb-read-page").
  *
  * Patch 0017's RB_CAUGHT_UP is the one difference a kernel may make on
- * purpose: it is taken out of the commit field before the page is walked,
- * printed and hashed, and reported as " caught-up" after the "empty" field
- * of the read's line, for the test to check against it and then remove.
+ * purpose, and only for a caller that asks for it with
+ * ring_buffer_read_page_caught_up(): /sys/kernel/debug/rb_read_page_testmod
+ * reads with ring_buffer_read_page() (the flag must never show there), and
+ * rb_read_page_testmod_caught_up, created when the kernel has that function,
+ * runs the same script with it. In either, the flag is taken out of the
+ * commit field before the page is walked, printed and hashed, and reported
+ * as " caught-up" after the "empty" field of the read's line, for the test to
+ * check against it and then remove.
  *
  * ring_buffer_set_clock() and ring_buffer_set_time_stamp_abs() are not
  * exported to modules; they are found through kallsyms_lookup_name(), whose
  * address a kprobe on it gives (a test module only: CONFIG_KPROBES and
- * CONFIG_KALLSYMS, which the guests have).
+ * CONFIG_KALLSYMS, which the guests have). So is
+ * ring_buffer_read_page_caught_up(), so that the module loads on a kernel
+ * without it too.
  */
 #include <linux/module.h>
 #include <linux/debugfs.h>
@@ -92,6 +99,9 @@ static const struct {
 
 static void (*rbpt_set_clock)(struct trace_buffer *buffer, u64 (*clock)(void));
 static void (*rbpt_set_time_stamp_abs)(struct trace_buffer *buffer, bool abs);
+static int (*rbpt_read_page_caught_up)(struct trace_buffer *buffer,
+				       void **data_page, size_t len, int cpu,
+				       int full);
 
 static u64 rbpt_now;
 
@@ -112,6 +122,8 @@ struct rbpt {
 	unsigned int		reads, copies, swaps, consumed, nested, discarded;
 	unsigned int		data, extends, stamps, padding, missed;
 	unsigned int		write_fails;
+	/* read with rbpt_read_page_caught_up() */
+	bool			ask;
 };
 
 /* The irq_work's event: written from hard interrupt context. */
@@ -273,7 +285,12 @@ static int rbpt_read(struct rbpt *t, size_t len, int full)
 	bool caught_up;
 	int ret;
 
-	ret = ring_buffer_read_page(t->buffer, &t->page, len, t->cpu, full);
+	if (t->ask)
+		ret = rbpt_read_page_caught_up(t->buffer, &t->page, len, t->cpu,
+					       full);
+	else
+		ret = ring_buffer_read_page(t->buffer, &t->page, len, t->cpu,
+					    full);
 	seq_printf(t->m, "read len=%zu full=%d ret=%d", len, full, ret);
 	if (ret < 0) {
 		rbpt_counters(t);
@@ -388,6 +405,7 @@ static int rbpt_show(struct seq_file *m, void *v)
 	if (!t)
 		return -ENOMEM;
 	t->m = m;
+	t->ask = m->private;
 	t->rand = 2463534242U;
 	rbpt_now = 1000000;
 
@@ -407,7 +425,7 @@ static int rbpt_show(struct seq_file *m, void *v)
 
 static int rbpt_open(struct inode *inode, struct file *file)
 {
-	return single_open_size(file, rbpt_show, NULL, 1 << 20);
+	return single_open_size(file, rbpt_show, inode->i_private, 1 << 20);
 }
 
 static const struct file_operations rbpt_fops = {
@@ -430,7 +448,7 @@ static unsigned long rbpt_lookup(const char *name)
 	return lookup(name);
 }
 
-static struct dentry *rbpt_file;
+static struct dentry *rbpt_file, *rbpt_caught_up_file;
 
 static int __init rbpt_init(void)
 {
@@ -441,13 +459,21 @@ static int __init rbpt_init(void)
 		pr_err("rb_read_page_testmod: ring_buffer_set_clock() or ring_buffer_set_time_stamp_abs() not found\n");
 		return -ENOENT;
 	}
+	rbpt_read_page_caught_up =
+		(void *)rbpt_lookup("ring_buffer_read_page_caught_up");
 	rbpt_file = debugfs_create_file("rb_read_page_testmod", 0400, NULL,
 					NULL, &rbpt_fops);
+	/* any non-NULL private data: read with the flag asked for */
+	if (rbpt_read_page_caught_up)
+		rbpt_caught_up_file =
+			debugfs_create_file("rb_read_page_testmod_caught_up",
+					    0400, NULL, (void *)1, &rbpt_fops);
 	return 0;
 }
 
 static void __exit rbpt_exit(void)
 {
+	debugfs_remove(rbpt_caught_up_file);
 	debugfs_remove(rbpt_file);
 	irq_work_sync(&rbpt_irq_work);
 }

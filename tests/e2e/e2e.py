@@ -31,9 +31,11 @@ Tests:
                      byte, and leaves the same reader state on the patched
                      kernel (patch 0015: a partial page copied as a run) as on
                      the unpatched one (guest-kernel/testmod's
-                     rb_read_page_testmod on a buffer of known content), but
-                     for patch 0017's RB_CAUGHT_UP, which exactly the copies
-                     that left the buffer empty must carry
+                     rb_read_page_testmod on a buffer of known content); patch
+                     0017's RB_CAUGHT_UP only when asked for: then exactly
+                     the copies that left the buffer empty carry it, else no
+                     page does, through trace_pipe_raw too (--rawreader, a
+                     guest reader with and without the ioctl)
   pvpanic            a guest panic reaches QEMU through pvpanic and ends
                      the run at once (launch exits 1)
   port-backpressure  writers that wait for room in the virtio-serial port's
@@ -321,27 +323,83 @@ RBPAGE_COVERS = ('copies', 'swaps', 'consumed', 'nested', 'discarded', 'data', '
                  'stamps', 'padding', 'missed')
 
 
-def t_rb_read_page(workdir):
+def rawreads(run, name):
+    """rawreader's lines from the rb-read-page scenario: {(cpu, mode): {key: value}}."""
+    got = {}
+    for m in run.markers():
+        if m.startswith('RAWREAD '):
+            kv = dict(x.split('=', 1) for x in m.split()[1:])
+            got[(kv['cpu'], kv['mode'])] = kv
+            log('%s: %s' % (name, m))
+    return got
+
+
+def t_rb_read_page(workdir, rawreader=None):
     """The same ring_buffer_read_page() results, byte for byte, with and
-    without patch 0015."""
-    reports = {}
+    without patch 0015; RB_CAUGHT_UP (patch 0017) only for a reader that asks."""
+    check(rawreader and os.path.isfile(rawreader),
+          'rb-read-page needs --rawreader (built by meson: tests/e2e/rawreader)')
+    reports, raw = {}, {}
     for name, unpatched in (('unpatched', True), ('patched', False)):
         kout = build_kernel(unpatched=unpatched)
         if not os.path.exists(os.path.join(kout, 'modules', 'rb_read_page_testmod.ko')):
             # the tiny guest has no modules: meson's "skipped"
             log('SKIP: %s guest has no rb_read_page_testmod.ko' % sm.kernel_guest(kout))
             sys.exit(77)
-        run = boot(kout, workdir, 'rb-read-page', append=['init_on_alloc=1'],
-                   tag='rb-read-page-' + name)
-        text = gzip.decompress(run.file('rbpage.gz')).decode()
-        with open(os.path.join(workdir, 'rbpage-%s.txt' % name), 'w') as f:
-            f.write(text)
-        reports[name] = text.splitlines()
-        log('%s: %d lines, %s' % (name, len(reports[name]), reports[name][-1]))
-    base, new = reports['unpatched'], reports['patched']
-    # Patch 0017: the module reports RB_CAUGHT_UP as " caught-up" (and takes it out of
-    # the page first). Only a copy that left the buffer empty may have it; without it
-    # the line is the unpatched one.
+        initrd = sm.build_initramfs(kout, os.path.join(
+            workdir, 'initrd-rawreader-%s.cpio.gz' % os.path.basename(kout)),
+            add=[(rawreader, '/rawreader')])
+        run = sm.boot(kout, initrd, workdir, 'rb-read-page', ['init_on_alloc=1'], 900, 2,
+                      'rb-read-page-' + name)
+        for f, key in (('rbpage.gz', name), ('rbpage-caught-up.gz', name + '-caught-up')):
+            if not run.has_file(f):
+                continue
+            text = gzip.decompress(run.file(f)).decode()
+            with open(os.path.join(workdir, 'rbpage-%s.txt' % key), 'w') as out:
+                out.write(text)
+            reports[key] = text.splitlines()
+            log('%s: %d lines, %s' % (key, len(reports[key]), reports[key][-1]))
+        raw[name] = rawreads(run, name)
+        check(len(raw[name]) == 4, '%s: rawreader gave %d of its 4 lines'
+              % (name, len(raw[name])))
+    # Patch 0017 is opt-in: a reader that does not ask gets what it got before, byte
+    # for byte, on trace_pipe_raw too: no page with bit 29, none that a reader masking
+    # only the missed-events bits takes for a corrupt one.
+    plain = reports['patched']
+    check(not any(' caught-up ' in l for l in plain),
+          'RB_CAUGHT_UP in a page read with ring_buffer_read_page(), not asked for')
+    check(plain == reports['unpatched'],
+          'ring_buffer_read_page() gives other pages than on the unpatched kernel '
+          '(rbpage-unpatched.txt, rbpage-patched.txt)')
+    for name in ('unpatched', 'patched'):
+        for (cpu, mode), kv in sorted(raw[name].items()):
+            check(kv['pages'] != '0', '%s cpu%s %s: no page read' % (name, cpu, mode))
+            check(kv['bad'] == '0', '%s cpu%s %s: %s pages with a commit beyond the page '
+                  'once bits 31 and 30 (and, asked for, 29) are cleared'
+                  % (name, cpu, mode, kv['bad']))
+            if mode == 'plain' or name == 'unpatched':
+                check(kv['caught_up'] == '0', '%s cpu%s %s: %s pages with RB_CAUGHT_UP, '
+                      'not asked for' % (name, cpu, mode, kv['caught_up']))
+            if mode == 'ask':
+                want = '-25' if name == 'unpatched' else '0'
+                check(kv['ioctl'] == want, '%s cpu%s: TRACE_PIPE_RAW_IOC_CAUGHT_UP gave %s, '
+                      'not %s' % (name, cpu, kv['ioctl'], want))
+        if name == 'patched':
+            for cpu in ('0', '1'):
+                kv = raw[name][(cpu, 'ask')]
+                check(kv['caught_up'] != '0', 'cpu%s: no page of trace_pipe_raw with '
+                      'RB_CAUGHT_UP, asked for' % cpu)
+                check(kv['after_flag'] == '0', 'cpu%s: %s reads after a flagged page gave '
+                      'data' % (cpu, kv['after_flag']))
+    check('unpatched-caught-up' not in reports,
+          'the unpatched kernel has ring_buffer_read_page_caught_up()')
+    check('patched-caught-up' in reports,
+          'the patched kernel has no ring_buffer_read_page_caught_up()')
+    # Asked for (the same script through ring_buffer_read_page_caught_up()), the module
+    # reports RB_CAUGHT_UP as " caught-up" (and takes it out of the page first). Only a
+    # copy that left the buffer empty may have it; without it the line is the
+    # unpatched one.
+    base, new = reports['unpatched'], reports['patched-caught-up']
     check(not any(' caught-up ' in l for l in base), 'the unpatched kernel set RB_CAUGHT_UP')
     flagged = [l for l in new if ' caught-up ' in l]
     wrong = [l for l in flagged if ' copy ' not in l or ' empty=1 ' not in l]
@@ -574,10 +632,15 @@ def main():
     ap.add_argument('--workdir', default=os.environ.get('E2E_WORKDIR', 'e2e-work'))
     ap.add_argument('--pollwriter', help='tests/e2e/port-pollwriter (static, built by '
                     'meson), for port-backpressure')
+    ap.add_argument('--rawreader', help='tests/e2e/rawreader (static, built by meson), '
+                    'for rb-read-page')
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    extra = (os.path.abspath(args.pollwriter),) if args.test == 'port-backpressure' \
-        and args.pollwriter else ()
+    extra = ()
+    if args.test == 'port-backpressure' and args.pollwriter:
+        extra = (os.path.abspath(args.pollwriter),)
+    if args.test == 'rb-read-page' and args.rawreader:
+        extra = (os.path.abspath(args.rawreader),)
     return sm.main(args.test, TESTS[args.test], os.path.abspath(args.workdir), *extra)
 
 
