@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "log.h"
@@ -34,6 +35,7 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 	struct rings *rs;
 	char path[4096];
 	uint32_t opened = 0;
+	int refused_errno = 0;
 	struct stat st;
 	int r;
 
@@ -73,12 +75,23 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 			continue;
 		}
 		opened++;
+		/*
+		 * RB_CAUGHT_UP is opt-in per open file (patch 0017), so that readers
+		 * that do not know it never see it. Without it, read until EAGAIN.
+		 */
+		if (ioctl(c->fd, TRACE_PIPE_RAW_IOC_CAUGHT_UP, 1UL) == 0)
+			c->caught_up_asked = true;
+		else
+			refused_errno = errno;
 	}
 	if (opened == 0) {
 		log_error("no trace_pipe_raw could be opened");
 		rings_close(rs);
 		return -ENOENT;
 	}
+	if (refused_errno)
+		log_info("trace_pipe_raw does not flag caught-up pages (%s): every CPU is "
+			 "read until EAGAIN", strerror(refused_errno));
 	/* A regular (tracefs) trace_pipe is the threshold-free wake-up source. */
 	if (path_fmt(path, sizeof(path), "%s/trace_pipe", tracefs) == 0 &&
 	    stat(path, &st) == 0 && S_ISREG(st.st_mode)) {

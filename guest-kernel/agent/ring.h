@@ -14,10 +14,12 @@
  *
  * Caught up: a kernel with guest-kernel patch 0017 sets RB_CAUGHT_UP in the commit word
  * of a page when the read that returned it consumed every event committed on its CPU
- * before it (the copy of the page the writer is on, up to that page's commit). The
- * next read would only fail with EAGAIN, so the caller may leave it out until its next
- * round. The flag is cleared in the page here: no frame ever carries it. Older
- * kernels never set it, and every page is read until EAGAIN, as before.
+ * before it (the copy of the page the writer is on, up to that page's commit), for an
+ * open file that asked for it with ioctl(TRACE_PIPE_RAW_IOC_CAUGHT_UP, 1), which
+ * rings_open() issues on each CPU's file. The next read would only fail with EAGAIN,
+ * so the caller may leave it out until its next round. The flag is cleared in the page
+ * here: no frame ever carries it. Older kernels fail the ioctl (ENOTTY) and never set
+ * the flag, and every page is read until EAGAIN, as before.
  *
  * Wake-ups: poll() on trace_pipe_raw honours buffer_percent (50% by default), which
  * would delay data by up to half a buffer; the all-CPU `trace_pipe` file polls with no
@@ -30,9 +32,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 
-/* In the commit word of a page read (guest-kernel patch 0017; libtraceevent ignores it). */
+/* In the commit word of a page read (guest-kernel patch 0017; libtraceevent ignores it):
+ * TRACE_PIPE_RAW_CAUGHT_UP of the patched kernel's include/uapi/linux/trace_pipe_raw.h. */
 #define RB_CAUGHT_UP (1u << 29)
+/* ... set only for an open file that asked with this ioctl, argument 1 (the same
+ * header's TRACE_PIPE_RAW_IOC_CAUGHT_UP). */
+#define TRACE_PIPE_RAW_IOC_CAUGHT_UP _IO('R', 0x30)
 
 struct ring_cpu {
 	uint32_t cpu;
@@ -43,6 +50,7 @@ struct ring_cpu {
 	uint64_t bytes;		/* bytes read */
 	uint64_t caught_up_pages;	/* pages read with RB_CAUGHT_UP */
 	bool caught_up;		/* the last page read had RB_CAUGHT_UP (cleared in it) */
+	bool caught_up_asked;	/* the kernel took TRACE_PIPE_RAW_IOC_CAUGHT_UP on fd */
 };
 
 struct rings {
@@ -55,7 +63,8 @@ struct rings {
 	uint32_t commit_off, commit_size;
 };
 
-/* Open trace_pipe_raw of each CPU in @cpus. Free with rings_close(). */
+/* Open trace_pipe_raw of each CPU in @cpus, and ask each for RB_CAUGHT_UP (a kernel
+ * without it: one info line). Free with rings_close(). */
 int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t page_size,
 	       struct rings **ret);
 void rings_close(struct rings *rs);

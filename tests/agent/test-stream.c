@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -555,6 +557,49 @@ static void test_caught_up(void)
 	free(c.page);
 }
 
+/*
+ * rings_open() asks each CPU's file for RB_CAUGHT_UP with TRACE_PIPE_RAW_IOC_CAUGHT_UP,
+ * and takes a refusal (a kernel without it; here a regular file: ENOTTY) as "read until
+ * EAGAIN": the ring is opened and read all the same. The ioctl's number is the one the
+ * patched kernel's include/uapi/linux/trace_pipe_raw.h defines.
+ */
+static void test_caught_up_ask(void)
+{
+	char dir[] = "/tmp/test-stream-XXXXXX", path[256];
+	uint32_t cpu = 0;
+	struct rings *rs = NULL;
+	const uint8_t *page;
+	uint8_t src[4096];
+	int fd;
+
+	is_int(TRACE_PIPE_RAW_IOC_CAUGHT_UP, 0x5230, "the ioctl is _IO('R', 0x30)");
+	is_int(RB_CAUGHT_UP, 1 << 29, "the flag is bit 29");
+	if (!mkdtemp(dir))
+		return;
+	snprintf(path, sizeof(path), "%s/per_cpu", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu0", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu0/trace_pipe_raw", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	make_page(src, 100, 0x55);
+	is_int(fd >= 0 ? write(fd, src, 4096) : -1, 4096, "a fake trace_pipe_raw");
+	if (fd >= 0)
+		close(fd);
+	is_int(rings_open(dir, &cpu, 1, 4096, &rs), 0, "rings opened");
+	ok(rs && rs->cpus[0].fd >= 0 && !rs->cpus[0].caught_up_asked,
+	   "the ioctl refused: not asked, the file still read");
+	if (rs)
+		is_int(ring_read_page(rs, &rs->cpus[0], NULL, &page), 1, "... its page read");
+	rings_close(rs);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu0", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/per_cpu", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 /* An event header word (little-endian x86_64 layout: type_len:5, time_delta:27). */
 static void put_ev(uint8_t *p, uint32_t type_len, uint32_t delta, uint32_t arg)
 {
@@ -620,6 +665,7 @@ int main(void)
 	test_first_ts();
 	test_page_in_place();
 	test_caught_up();
+	test_caught_up_ask();
 	test_pages();
 	test_delta();
 	test_text();
