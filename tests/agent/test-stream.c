@@ -565,7 +565,7 @@ static void test_caught_up(void)
  */
 static void test_caught_up_ask(void)
 {
-	char dir[] = "/tmp/test-stream-XXXXXX", path[256];
+	char dir[200], path[256];
 	uint32_t cpu = 0;
 	struct rings *rs = NULL;
 	const uint8_t *page;
@@ -574,6 +574,9 @@ static void test_caught_up_ask(void)
 
 	is_int(TRACE_PIPE_RAW_IOC_CAUGHT_UP, 0x5230, "the ioctl is _IO('R', 0x30)");
 	is_int(RB_CAUGHT_UP, 1 << 29, "the flag is bit 29");
+	/* $TMPDIR, else the working directory (meson runs tests in the build tree) */
+	snprintf(dir, sizeof(dir), "%s/smg-stream-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : ".");
 	if (!mkdtemp(dir))
 		return;
 	snprintf(path, sizeof(path), "%s/per_cpu", dir);
