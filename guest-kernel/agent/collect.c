@@ -160,11 +160,9 @@ unsigned agent_collect(struct agent *a)
 	bool missed_any = false;
 	unsigned pages = 0;
 
-	/* where ring_read_page() finds RB_CAUGHT_UP (ring.h) */
-	if (a->rings && !a->rings->commit_size) {
-		a->rings->commit_off = a->pl.commit_off;
-		a->rings->commit_size = a->pl.commit_size;
-	}
+	/* the layout ring_read_page() finds RB_CAUGHT_UP by (ring.h) */
+	if (a->rings)
+		a->rings->pl = &a->pl;
 	for (uint32_t i = 0; a->rings && i < a->rings->count; i++) {
 		struct ring_cpu *c = &a->rings->cpus[i];
 

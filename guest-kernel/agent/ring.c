@@ -121,45 +121,12 @@ static ssize_t read_ready(int fd, void *buf, size_t len)
 	}
 }
 
-/*
- * Whether @page's commit word has RB_CAUGHT_UP, which is cleared: the flag is only in
- * the low 32 bits of the native word (the kernel adds it to a long as a positive int).
- */
-static bool take_caught_up(const struct rings *rs, uint8_t *page)
-{
-	uint8_t *p = page + rs->commit_off;
-
-	if (rs->commit_off + rs->commit_size > rs->page_size)
-		return false;
-	if (rs->commit_size == 8) {
-		uint64_t v;
-
-		memcpy(&v, p, 8);
-		if (!(v & RB_CAUGHT_UP))
-			return false;
-		v &= ~(uint64_t)RB_CAUGHT_UP;
-		memcpy(p, &v, 8);
-		return true;
-	}
-	if (rs->commit_size == 4) {
-		uint32_t v;
-
-		memcpy(&v, p, 4);
-		if (!(v & RB_CAUGHT_UP))
-			return false;
-		v &= ~RB_CAUGHT_UP;
-		memcpy(p, &v, 4);
-		return true;
-	}
-	return false;
-}
-
 /* A whole page was read into @page: count it, and take its RB_CAUGHT_UP. */
 static int page_done(struct rings *rs, struct ring_cpu *c, uint8_t *page,
 		     const uint8_t **ret_page)
 {
 	c->pages++;
-	c->caught_up = take_caught_up(rs, page);
+	c->caught_up = rs->pl && page_take_caught_up(rs->pl, page);
 	if (c->caught_up)
 		c->caught_up_pages++;
 	*ret_page = page;

@@ -34,11 +34,11 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 
-/* In the commit word of a page read (guest-kernel patch 0017; libtraceevent ignores it):
- * TRACE_PIPE_RAW_CAUGHT_UP of the patched kernel's include/uapi/linux/trace_pipe_raw.h. */
-#define RB_CAUGHT_UP (1u << 29)
-/* ... set only for an open file that asked with this ioctl, argument 1 (the same
- * header's TRACE_PIPE_RAW_IOC_CAUGHT_UP). */
+#include "stream.h"
+
+/* RB_CAUGHT_UP (stream.h; TRACE_PIPE_RAW_CAUGHT_UP of the patched kernel's
+ * include/uapi/linux/trace_pipe_raw.h) is set only for an open file that asked with
+ * this ioctl, argument 1 (the same header's TRACE_PIPE_RAW_IOC_CAUGHT_UP). */
 #define TRACE_PIPE_RAW_IOC_CAUGHT_UP _IO('R', 0x30)
 
 struct ring_cpu {
@@ -58,9 +58,9 @@ struct rings {
 	uint32_t count;
 	size_t page_size;
 	int wake_fd;		/* trace_pipe, or -1 */
-	/* where a page's commit word is (struct page_layout); size 0: RB_CAUGHT_UP is
-	 * neither looked for nor cleared */
-	uint32_t commit_off, commit_size;
+	/* the pages' layout (the agent's); NULL: RB_CAUGHT_UP is neither looked for nor
+	 * cleared */
+	const struct page_layout *pl;
 };
 
 /* Open trace_pipe_raw of each CPU in @cpus, and ask each for RB_CAUGHT_UP (a kernel
@@ -74,7 +74,7 @@ void rings_close(struct rings *rs);
  * the buffer is empty for now, -errno. With @dst (rs->page_size bytes), a page read
  * whole in one read() is read into @dst and *ret_page is @dst; otherwise *ret_page is
  * the CPU's own page buffer (a short read, completed by the next ones). With
- * rs->commit_size set, c->caught_up tells whether the page had RB_CAUGHT_UP, which is
+ * rs->pl set, c->caught_up tells whether the page had RB_CAUGHT_UP, which is
  * cleared in it.
  */
 int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,

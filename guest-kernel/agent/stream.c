@@ -28,6 +28,30 @@ static uint64_t load_native(const uint8_t *p, uint32_t size)
 	return v64;
 }
 
+static void store_native(uint8_t *p, uint32_t size, uint64_t v)
+{
+	uint32_t v32 = (uint32_t)v;
+
+	if (size == 4)
+		memcpy(p, &v32, 4);
+	else
+		memcpy(p, &v, 8);
+}
+
+bool page_take_caught_up(const struct page_layout *pl, uint8_t *page)
+{
+	uint64_t raw;
+
+	if (pl->commit_off + pl->commit_size > pl->data_off)
+		return false;
+	raw = load_native(page + pl->commit_off, pl->commit_size);
+	/* in the low 32 bits, as the other flags (see page_wire_len()) */
+	if (!((uint32_t)raw & RB_CAUGHT_UP))
+		return false;
+	store_native(page + pl->commit_off, pl->commit_size, raw & ~(uint64_t)RB_CAUGHT_UP);
+	return true;
+}
+
 int page_wire_len(const struct page_layout *pl, const uint8_t *page, size_t len,
 		  size_t *ret_len, int *ret_missed)
 {

@@ -11,6 +11,7 @@
 #ifndef SMG_STREAM_H
 #define SMG_STREAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,9 @@
 #define RB_MISSED_EVENTS (1u << 31)	/* events were overwritten before this page */
 #define RB_MISSED_STORED (1u << 30)	/* their count is stored after the data */
 #define RB_MISSED_FLAGS (RB_MISSED_EVENTS | RB_MISSED_STORED)
+/* The read took everything committed on its CPU (guest-kernel patch 0017, only for a
+ * trace_pipe_raw file that asked: ring.h). Never on the wire. */
+#define RB_CAUGHT_UP (1u << 29)
 
 /* The page header layout, as tracefs events/header_page describes it. */
 struct page_layout {
@@ -40,6 +44,8 @@ void page_layout_default(struct page_layout *ret, uint32_t page_size);
  * -EBADMSG when the page is shorter than its header or its commit is out of range.
  * A page with nothing committed and no loss flag gives *ret_len = 0.
  */
+/* Whether @page's commit word has RB_CAUGHT_UP, which is cleared in it. */
+bool page_take_caught_up(const struct page_layout *pl, uint8_t *page);
 int page_wire_len(const struct page_layout *pl, const uint8_t *page, size_t len,
 		  size_t *ret_len, int *ret_missed);
 

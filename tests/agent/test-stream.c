@@ -494,8 +494,7 @@ static void test_caught_up(void)
 	int fds[2], missed = 0;
 
 	page_layout_default(&pl, 4096);
-	rs.commit_off = pl.commit_off;
-	rs.commit_size = pl.commit_size;
+	rs.pl = &pl;
 	c.page = malloc(4096);
 	if (pipe(fds) < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0)
 		return;
@@ -534,7 +533,7 @@ static void test_caught_up(void)
 	ok(!c.caught_up && memcmp(page, src, 4096) == 0, "not caught up, page as read");
 
 	/* no commit layout given: nothing looked at, nothing changed */
-	rs.commit_size = 0;
+	rs.pl = NULL;
 	make_page(src, 100 | RB_CAUGHT_UP, 0x54);
 	is_int(write(fds[1], src, 4096), 4096, "a caught-up page");
 	is_int(ring_read_page(&rs, &c, NULL, &page), 1, "page read");
