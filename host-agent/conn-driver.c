@@ -22,6 +22,7 @@ struct _HaDriver {
 	HaConn *conn;		/* NULL once ended */
 	GSource *more_idle;	/* reading goes on from here after READS_PER_WAKE */
 	GSource *commit_timer;
+	GSource *ack_timer;	/* a held ACK (ha_conn_ack_held()) */
 	GSource *probe_timer;	/* clock probes (ha_conn_time_probe()) */
 	bool paused;		/* reads off until the commit in flight is done */
 	bool quit;		/* the thread's loop ends (ha_driver_free()) */
@@ -127,6 +128,7 @@ static void stop_sources(HaDriver *d)
 {
 	unsource(&d->more_idle);
 	unsource(&d->commit_timer);
+	unsource(&d->ack_timer);
 	unsource(&d->probe_timer);
 }
 
@@ -185,9 +187,13 @@ static void end(HaDriver *d, const char *why)
 	g_mutex_unlock(&d->lock);
 }
 
-/* Write what the connection holds; false when the link broke (the connection ended). */
+static gboolean on_ack_timer(gpointer user);
+
+/* Write what the connection holds; false when the link broke (the connection ended).
+ * An ACK the connection holds back gets a timer of its own. */
 static bool write_output(HaDriver *d)
 {
+	guint due;
 	size_t len;
 	const uint8_t *out = ha_conn_output(d->conn, &len);
 
@@ -209,7 +215,20 @@ static bool write_output(HaDriver *d)
 		out = ha_conn_output(d->conn, &len);
 	}
 	ha_link_want_write(d->link, false);
+	if (!d->ack_timer && ha_conn_ack_held(d->conn, &due))
+		d->ack_timer = attach(d, g_timeout_source_new(due), G_PRIORITY_DEFAULT,
+				      on_ack_timer);
 	return true;
+}
+
+static gboolean on_ack_timer(gpointer user)
+{
+	HaDriver *d = user;
+
+	g_clear_pointer(&d->ack_timer, g_source_unref);
+	ha_conn_ack_release(d->conn);
+	write_output(d);
+	return G_SOURCE_REMOVE;
 }
 
 /* Commit the batch: on a commit thread (its ACK written when it is done,

@@ -160,6 +160,12 @@ struct _HaConn {
 	uint64_t expected;	/* next sequence number to apply */
 	uint64_t acked;		/* last ACKed */
 	bool ack_wanted;
+	/* ACK pacing (ha_conn_ack_held()): what the HELLO asked for, 0 none */
+	uint32_t ack_ms;
+	uint32_t ack_bytes;
+	gint64 ack_last_us;	/* when the last ACK was queued */
+	uint64_t ack_bytes_since;	/* payload applied since then */
+	uint64_t ack_held;	/* the acked_seq of an ACK held back, 0: none */
 	int64_t cur_epoch;	/* -1 before the stream's first EPOCH */
 	unsigned int hellos;
 	bool bye;

@@ -162,10 +162,12 @@ static void log_durable(HaConn *c)
 						 c->rx_merged, INGEST_RX_RUNS);
 		g_message("%s: boot %s stream %016" PRIx64 ": commit to durable (frame read"
 			  " -> its ACK written): p50 %.1f ms, p99 %.1f ms, max %.1f ms over %"
-			  PRIu64 " frames%s", c->domain, c->boot_str, c->stream_id,
+			  PRIu64 " frames%s%s", c->domain, c->boot_str, c->stream_id,
 			  (double)ha_latency_quantile(h, 0.50) / 1000.0,
 			  (double)ha_latency_quantile(h, 0.99) / 1000.0,
-			  (double)h->max_us / 1000.0, h->n, merged ? merged : "");
+			  (double)h->max_us / 1000.0, h->n, merged ? merged : "",
+			  c->ack_ms ? " (the guest asked for ACK pacing: an ACK held back"
+			  " times its frames when held, durable)" : "");
 	}
 	memset(&c->durable, 0, sizeof(c->durable));
 	c->rx_head = c->rx_len = 0;
@@ -249,12 +251,35 @@ static bool queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, long pa
 	return true;
 }
 
-void ingest_queue_ack(HaConn *c, uint64_t upto)
+/* Hold the ACK of @upto back (ha_conn_ack_held())? */
+static bool ack_hold(HaConn *c, uint64_t upto)
+{
+	gint64 now;
+
+	if (!c->ack_ms || c->ack_wanted || c->bye || c->recovered)
+		return false;
+	if (c->ack_bytes && c->ack_bytes_since >= c->ack_bytes)
+		return false;
+	now = g_get_monotonic_time();
+	if (now - c->ack_last_us >= (gint64)c->ack_ms * 1000)
+		return false;
+	c->ack_held = upto;
+	/* durable now: the guest asked to be told later, so its frames are timed now */
+	rx_acked(c, upto, now);
+	return true;
+}
+
+static void queue_ack(HaConn *c, uint64_t upto, bool release)
 {
 	uint8_t p[8] = { 0 };
 
 	if (!c->hello || c->failed || upto == 0 || (upto == c->acked && !c->ack_wanted))
 		return;
+	if (!release && ack_hold(c, upto))
+		return;
+	c->ack_held = 0;
+	c->ack_last_us = g_get_monotonic_time();
+	c->ack_bytes_since = 0;
 	/* c->expected is kept within smp_seq_next_ok(), so this cannot fail; if it ever
 	 * did, the guest gets no ACK (it resends), never a made-up one. */
 	if (!queue_frame(c, SMP_ACK, p, smp_ack_encode(upto, p, sizeof(p)))) {
@@ -267,6 +292,31 @@ void ingest_queue_ack(HaConn *c, uint64_t upto)
 	c->st.acked = upto;
 	c->ack_pend_upto = upto;
 	c->ack_pend_end = c->out->len;
+}
+
+void ingest_queue_ack(HaConn *c, uint64_t upto)
+{
+	queue_ack(c, upto, false);
+}
+
+bool ha_conn_ack_held(const HaConn *c, guint *ret_ms)
+{
+	gint64 left;
+
+	if (!c->ack_held)
+		return false;
+	left = c->ack_last_us + (gint64)c->ack_ms * 1000 - g_get_monotonic_time();
+	*ret_ms = (guint)MAX((left + 999) / 1000, 1);
+	return true;
+}
+
+void ha_conn_ack_release(HaConn *c)
+{
+	uint64_t upto = c->ack_held;
+
+	c->ack_held = 0;	/* whatever queue_ack() decides: held no more */
+	if (upto)
+		queue_ack(c, upto, true);
 }
 
 void ingest_malformed(HaConn *c, const struct smp_frame *f, const char *fmt, ...)
@@ -588,6 +638,11 @@ static bool on_hello(HaConn *c, const struct smp_frame *f, GError **error)
 	c->map_bits = h.map_bits;
 	c->big_endian = h.flags & SMP_HELLO_PAGES_BE;
 	c->time_ok = h.flags & SMP_HELLO_TIME;
+	c->ack_ms = MIN(h.ack_ms, SMP_ACK_MS_MAX);
+	c->ack_bytes = h.ack_bytes;
+	c->ack_last_us = 0;
+	c->ack_bytes_since = 0;
+	c->ack_held = 0;
 	ingest_batches_start(c, c->nr_cpus);
 	if (!open_stream(c, &h, error))
 		return false;
@@ -695,6 +750,7 @@ static bool on_frame(HaConn *c, const struct smp_frame *f, GError **error)
 			return false;
 		}
 		c->st.applied++;
+		c->ack_bytes_since += f->len;
 		c->hellos = 0;
 	}
 	c->expected = f->seq + 1;

@@ -212,6 +212,20 @@ guint ha_conn_commit_due_ms(const HaConn *c);
  */
 bool ha_conn_time_probe(HaConn *c);
 
+/*
+ * ACK pacing (PROTOCOL.md 4.1, protocol 1.5), for a guest whose HELLO asks for it:
+ * every ACK a guest gets costs it an interrupt and a read, so after one ACK the next
+ * is held back until the HELLO's ack_ms have passed, unless the frames applied since
+ * hold its ack_bytes of payload or more (its window is not to fill), the guest wants
+ * one at once (duplicates: it resent; BYE), or the connection replays a dump. What is
+ * durable is unchanged: a held ACK only tells the guest later. A source that writes
+ * the output calls ha_conn_ack_held() after each write: true when an ACK is held, with
+ * the milliseconds until it is due (at least 1); then ha_conn_ack_release() when they
+ * have passed, and writes the output again.
+ */
+bool ha_conn_ack_held(const HaConn *c, guint *ret_ms);
+void ha_conn_ack_release(HaConn *c);
+
 /* Bytes waiting to be written to the guest (owned by @c), and how many were written. */
 const uint8_t *ha_conn_output(HaConn *c, size_t *ret_len);
 void ha_conn_output_done(HaConn *c, size_t n);

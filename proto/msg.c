@@ -84,9 +84,10 @@ static bool printable(const char *s, size_t n)
 long smp_hello_encode(const struct smp_hello *m, uint8_t *buf, size_t cap)
 {
 	size_t len = SMP_HELLO_FIXED + m->release_len + m->build_id_len + m->clock_len;
+	bool pacing = m->ack_ms || m->ack_bytes;
 	uint8_t *p;
 
-	if (cap < len)
+	if (cap < len + (pacing ? SMP_HELLO_PACING_SIZE : 0))
 		return -ENOSPC;
 	memcpy(buf, m->boot_id, 16);
 	smp_put64(buf + 16, m->stream_id);
@@ -108,6 +109,11 @@ long smp_hello_encode(const struct smp_hello *m, uint8_t *buf, size_t cap)
 		memcpy(p, m->build_id, m->build_id_len);
 	p += m->build_id_len;
 	memcpy(p, m->trace_clock, m->clock_len);
+	if (pacing) {
+		smp_put32(buf + len, m->ack_ms);
+		smp_put32(buf + len + 4, m->ack_bytes);
+		len += SMP_HELLO_PACING_SIZE;
+	}
 	return (long)len;
 }
 
@@ -115,6 +121,7 @@ int smp_hello_decode(struct smp_hello *ret, const uint8_t *buf, size_t len)
 {
 	struct smp_hello m;
 	int r = check(SMP_HELLO, len);
+	size_t end;
 
 	if (r)
 		return r;
@@ -130,8 +137,16 @@ int smp_hello_decode(struct smp_hello *ret, const uint8_t *buf, size_t len)
 	m.release_len = buf[60];
 	m.build_id_len = buf[61];
 	m.clock_len = buf[62];
-	if (len < (size_t)SMP_HELLO_FIXED + m.release_len + m.build_id_len + m.clock_len)
+	end = (size_t)SMP_HELLO_FIXED + m.release_len + m.build_id_len + m.clock_len;
+	if (len < end)
 		return -EBADMSG;	/* longer: a later minor's trailing fields */
+	/* 1.5's pacing, when there; anything after it: a later minor's */
+	m.ack_ms = 0;
+	m.ack_bytes = 0;
+	if (len - end >= SMP_HELLO_PACING_SIZE) {
+		m.ack_ms = smp_get32(buf + end);
+		m.ack_bytes = smp_get32(buf + end + 4);
+	}
 	if (m.stream_id == 0 || m.nr_cpus == 0 || m.nr_cpus > SMP_MAX_CPUS)
 		return -EBADMSG;
 	if (m.page_size < 4096 || m.page_size > SMP_PAGE_SIZE_MAX ||

@@ -39,7 +39,7 @@ extern "C" {
 
 #define SMP_MAGIC		0x50414d53u	/* "SMAP" */
 #define SMP_VERSION_MAJOR	1
-#define SMP_VERSION_MINOR	4
+#define SMP_VERSION_MINOR	5
 #define SMP_HDR_SIZE		32u
 #define SMP_MAX_PAYLOAD		(256u * 1024u)
 
@@ -211,6 +211,9 @@ int smp_msg_check_size(uint8_t type, size_t len);
 #define SMP_HELLO_STACKMAP	0x1u
 #define SMP_HELLO_PAGES_BE	0x2u
 #define SMP_HELLO_TIME		0x4u	/* the agent answers TIME (1.1) */
+/* 1.5: HELLO's trailing ACK pacing, after its strings (PROTOCOL.md 4.1) */
+#define SMP_HELLO_PACING_SIZE	8u
+#define SMP_ACK_MS_MAX		1000u	/* a host holds an ACK back at most this long */
 
 struct smp_hello {
 	uint8_t boot_id[16];
@@ -228,6 +231,12 @@ struct smp_hello {
 	uint8_t build_id_len;
 	const char *trace_clock;	/* not NUL-terminated */
 	uint8_t clock_len;
+	/* 1.5, ACK pacing: the host may hold an ACK back up to ack_ms after the commit
+	 * that made it due, unless the frames since the last ACK hold ack_bytes of payload
+	 * or more. Both 0 (or a HELLO without them): an ACK after every commit. Encoded
+	 * only when one is not 0, so that a HELLO without pacing is as in 1.4. */
+	uint32_t ack_ms;
+	uint32_t ack_bytes;
 };
 long smp_hello_encode(const struct smp_hello *m, uint8_t *buf, size_t cap);
 int smp_hello_decode(struct smp_hello *ret, const uint8_t *buf, size_t len);

@@ -72,6 +72,7 @@ typedef struct {
 	gboolean no_formats;
 	gint throttle_us;
 	gint window_mb;
+	gint ack_ms, ack_bytes;	/* the HELLO's ACK pacing (1.5) */
 	gint64 gap_at;
 	gboolean crc32c;		/* seal with CRC32C, as a 1.3 guest */
 	gint missed;
@@ -112,6 +113,7 @@ typedef struct {
 	size_t window_max;
 	uint64_t next_seq;
 	uint64_t acked;
+	uint64_t acks;		/* ACK frames received */
 	uint64_t dropped_frames;
 	uint64_t dropped_bytes;
 	struct smp_decoder *dec;
@@ -778,7 +780,7 @@ static bool answer_time(Guest *g, const struct smp_frame *f)
 
 static uint8_t *hello_payload(Guest *g, size_t *len)
 {
-	static uint8_t buf[SMP_HELLO_FIXED + 3 * 255];
+	static uint8_t buf[SMP_HELLO_FIXED + 3 * 255 + SMP_HELLO_PACING_SIZE];
 	static const char release[] = "6.1.0-synthetic";
 	static const uint8_t build_id[20] = { 0x5e, 0xed, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 	struct smp_hello h = {
@@ -790,6 +792,7 @@ static uint8_t *hello_payload(Guest *g, size_t *len)
 		.release = release,
 		.release_len = sizeof(release) - 1, .build_id = build_id, .build_id_len = 20,
 		.trace_clock = "local", .clock_len = 5,
+		.ack_ms = (uint32_t)g->o.ack_ms, .ack_bytes = (uint32_t)g->o.ack_bytes,
 	};
 	long n;
 
@@ -848,6 +851,7 @@ static bool read_host(Guest *g, bool block, uint64_t *ret_welcome)
 			if (f.type == SMP_ACK) {
 				uint64_t a;
 
+				g->acks++;
 				if (smp_ack_decode(&a, f.payload, f.len) == 0 && a > g->acked)
 					g->acked = a;
 				drop_acked(g);
@@ -1423,6 +1427,10 @@ int main(int argc, char **argv)
 		{ "reconnect-ms", 0, 0, G_OPTION_ARG_INT, &o->reconnect_ms,
 		  "Pause before connecting again after a lost connection", "MS" },
 		{ "window-mb", 0, 0, G_OPTION_ARG_INT, &o->window_mb, "Unacked window (default 256)", "MB" },
+		{ "ack-ms", 0, 0, G_OPTION_ARG_INT, &o->ack_ms,
+		  "Ask for ACK pacing: at most an ACK every MS (protocol 1.5)", "MS" },
+		{ "ack-bytes", 0, 0, G_OPTION_ARG_INT, &o->ack_bytes,
+		  "... unless this much payload waits for one (0: no such rule)", "N" },
 		{ "hostile", 0, 0, G_OPTION_ARG_STRING, &o->hostile,
 		  "before-hello|version|hello-flood|garbage|lies|tiny-stacks|seq-wrap|geometry|stack-conflict|format-flood|text-flood", "MODE" },
 		{ "answer-time", 0, 0, G_OPTION_ARG_NONE, &o->answer_time,
@@ -1568,9 +1576,10 @@ int main(int argc, char **argv)
 	if (!o->quiet)
 		g_printerr("synth-guest: %" PRIu64 " events, %" PRIu64 " frames (%" PRIu64
 			   " resent, %" PRIu64 " dropped), %" PRIu64 " bytes, %u connection(s),"
-			   " acked %" PRIu64 ", %" PRIu64 " time probes answered\n", g.gen_events,
+			   " acked %" PRIu64 ", %" PRIu64 " time probes answered, %" PRIu64
+			   " ACKs\n", g.gen_events,
 			   g.next_seq - 1, g.resent, g.dropped_frames, g.bytes_sent,
-			   g.connections, g.acked, g.time_answered);
+			   g.connections, g.acked, g.time_answered, g.acks);
 	printf("events=%" PRIu64 " frames=%" PRIu64 " bytes=%" PRIu64 " epochs=%d\n",
 	       g.gen_events, g.next_seq - 1, g.bytes_sent, g.epoch + 1);
 	return 0;

@@ -35,6 +35,11 @@ long smp_sample_payload(uint8_t type, unsigned variant, uint8_t *buf, size_t cap
 			.build_id_len = 20,
 			.trace_clock = "local", .clock_len = 5,
 		};
+		/* variants with bit 1 set ask for 1.5's ACK pacing */
+		if (variant & 2) {
+			h.ack_ms = 100;
+			h.ack_bytes = 2u << 20;
+		}
 		memset(h.boot_id, 0xb0 + (int)(variant & 0xf), 16);
 		return smp_hello_encode(&h, buf, cap);
 	}

@@ -101,6 +101,23 @@ static void test_hello(void)
 	   h.build_id_len == 20 && h.build_id[0] == 1 && h.nr_cpus == 2 &&
 	   h.page_size == 4096 && h.map_bits == 14,
 	   "HELLO fields read back");
+	ok(n == 103 && h.ack_ms == 0 && h.ack_bytes == 0,
+	   "HELLO without ACK pacing: as in 1.4, no trailing bytes, both 0");
+	{
+		uint8_t p[1024];
+		long m = smp_sample_payload(SMP_HELLO, 2, p, sizeof(p));
+
+		ok(m == n + SMP_HELLO_PACING_SIZE && smp_hello_decode(&h, p, (size_t)m) == 0 &&
+		   h.ack_ms == 100 && h.ack_bytes == 2u << 20,
+		   "HELLO with ACK pacing (1.5): 8 trailing bytes, read back");
+		/* fewer than the pacing's 8 bytes after the strings: not pacing, ignored */
+		ok(smp_hello_decode(&h, p, (size_t)m - 4) == 0 && h.ack_ms == 0 &&
+		   h.ack_bytes == 0, "HELLO with 4 trailing bytes: no pacing");
+		is_int(smp_hello_encode(&h, p, (size_t)n), n, "HELLO without pacing: no room for it");
+		h.ack_ms = 1;
+		is_int(smp_hello_encode(&h, p, (size_t)n + 7), -ENOSPC,
+		       "HELLO with pacing: refused without room for its 8 bytes");
+	}
 
 #define HELLO_BAD(off, val, what) do {						\
 	uint8_t c[1024];							\
