@@ -53,6 +53,7 @@ struct options {
 	unsigned reconnect_ms;
 	unsigned hello_ms;
 	unsigned linger_ms;
+	unsigned ack_ms;	/* --ack-ms: the HELLO's ACK pacing (agent_build_hello()) */
 	struct tracefs_setup setup;
 	/* test hooks, to force each order of a gap (see main.c's usage) */
 	unsigned long test_hold_drops;	/* 0: off */

@@ -43,6 +43,9 @@ static void usage(FILE *f)
 "  --flush-ms N         an event is on the wire within N ms of being readable (10)\n"
 "  --window-kb N        bytes of unacknowledged frames kept for resending (16384)\n"
 "  --window-frames N    frames kept for resending (65536)\n"
+"  --ack-ms N           ask a host of protocol 1.5 for at most an ACK every N ms\n"
+"                       while the window is less than an eighth full (an ACK is an\n"
+"                       interrupt and a read here); 0: an ACK after every commit (50)\n"
 "  --hold-when-full     stop reading the ring buffers while unacknowledged frames\n"
 "                       fill the window but a reserve (a quarter, or the next\n"
 "                       kallsyms), instead of dropping the window's oldest\n"
@@ -90,7 +93,7 @@ static int parse_num(const char *arg, const char *name, unsigned long min,
 enum {
 	OPT_PORT_NAME = 256, OPT_PORT, OPT_SYSFS, OPT_DEVDIR, OPT_PROCFS, OPT_TRACEFS,
 	OPT_FLUSH, OPT_WKB, OPT_WFRAMES, OPT_STATS, OPT_RESCAN, OPT_RECONNECT, OPT_HELLO,
-	OPT_LINGER, OPT_EVENTS, OPT_TRACER, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
+	OPT_LINGER, OPT_ACK, OPT_EVENTS, OPT_TRACER, OPT_STACKTRACE, OPT_STACKMAP, OPT_BUFFER, OPT_EXCLUDE_SELF,
 	OPT_TEST_HOLD, OPT_TEST_STALL, OPT_HOLD_FULL, OPT_CHECKSUM,
 };
 
@@ -111,6 +114,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "reconnect-ms", required_argument, NULL, OPT_RECONNECT },
 		{ "hello-ms", required_argument, NULL, OPT_HELLO },
 		{ "linger-ms", required_argument, NULL, OPT_LINGER },
+		{ "ack-ms", required_argument, NULL, OPT_ACK },
 		{ "events", required_argument, NULL, OPT_EVENTS },
 		{ "tracer", required_argument, NULL, OPT_TRACER },
 		{ "stacktrace", no_argument, NULL, OPT_STACKTRACE },
@@ -134,7 +138,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		.sysfs = "/sys", .procfs = "/proc", .devdir = "/dev",
 		.flush_ms = 10, .window_kb = 16384, .window_frames = 65536,
 		.stats_ms = 10000, .rescan_ms = 1000, .reconnect_ms = 500,
-		.hello_ms = 3000, .linger_ms = 3000,
+		.hello_ms = 3000, .linger_ms = 3000, .ack_ms = 50,
 	};
 	while ((c = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -158,6 +162,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		NUM(OPT_RECONNECT, reconnect_ms, 1, 600000)
 		NUM(OPT_HELLO, hello_ms, 10, 600000)
 		NUM(OPT_LINGER, linger_ms, 0, 600000)
+		NUM(OPT_ACK, ack_ms, 0, SMP_ACK_MS_MAX)
 		NUM(OPT_BUFFER, setup.buffer_kb, 1, 16ul * 1024 * 1024)
 		NUM(OPT_TEST_HOLD, test_hold_drops, 1, 1ul << 40)
 #undef NUM

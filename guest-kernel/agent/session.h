@@ -42,7 +42,7 @@ enum {
 	SESS_ACT_CLOSE	 = 1 << 3,	/* another major version: close, retry later */
 };
 
-#define SESS_HELLO_MAX (SMP_HDR_SIZE + SMP_HELLO_FIXED + 3 * 255)
+#define SESS_HELLO_MAX (SMP_HDR_SIZE + SMP_HELLO_FIXED + 3 * 255 + SMP_HELLO_PACING_SIZE)
 #define SESS_TIME_PER_S 16u
 #define SESS_TIME_REPLY_MAX (SMP_HDR_SIZE + SMP_TIME_SIZE)
 

@@ -48,6 +48,9 @@ int agent_build_hello(struct agent *a)
 	h.build_id_len = (uint8_t)(a->build_id_len > 0 ? a->build_id_len : 0);
 	h.trace_clock = a->clock;
 	h.clock_len = (uint8_t)strlen(a->clock);
+	/* an ACK at once when an eighth of the window waits for one: never full for it */
+	h.ack_ms = a->o.ack_ms;
+	h.ack_bytes = a->o.ack_ms ? (uint32_t)MIN(a->o.window_kb * 1024 / 8, UINT32_MAX) : 0;
 	r = stream_hello(&h, frame, sizeof(frame));
 	if (r < 0)
 		return (int)r;

@@ -1096,6 +1096,9 @@ static void scenario_main(void)
 	   rx.hello.clock_len == 5 && memcmp(rx.hello.trace_clock, "local", 5) == 0 &&
 	   rx.hello.boot_id[0] == 0x8f && rx.hello.boot_id[15] == 0x6b,
 	   "HELLO: build-id, release, clock, boot_id from the fake tree");
+	ok(rx.hello.ack_ms == 50 && rx.hello.ack_bytes == 16384u * 1024 / 8,
+	   "HELLO: ACK pacing 50 ms (--ack-ms's default), an eighth of the 16 MiB window"
+	   " (%u ms, %u bytes)", rx.hello.ack_ms, rx.hello.ack_bytes);
 
 	/* 1b. ARENA: the window's pages, locked, page aligned, after WELCOME */
 	ok(rx_pump(&rx, TIMEOUT_MS, got_arena), "ARENA after WELCOME (%u lists)", rx.arenas);
