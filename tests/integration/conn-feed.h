@@ -56,4 +56,22 @@ static inline bool conn_send_formats(HaConn *c, uint64_t *seq, GError **error)
 	return true;
 }
 
+/* The last ACK in @c's output, 0: none (the output is consumed). */
+static inline uint64_t conn_last_ack(HaConn *c)
+{
+	size_t len;
+	const uint8_t *out = ha_conn_output(c, &len);
+	struct smp_decoder *d = smp_decoder_new(64);
+	struct smp_frame f;
+	uint64_t v = 0;
+
+	smp_decoder_feed(d, out, len);
+	while (smp_decoder_next(d, &f, NULL) == 1)
+		if (f.type == SMP_ACK)
+			smp_ack_decode(&v, f.payload, f.len);
+	smp_decoder_free(d);
+	ha_conn_output_done(c, len);
+	return v;
+}
+
 #endif /* TEST_CONN_FEED_H */

@@ -55,30 +55,12 @@ static bool send_epochs(HaConn *c, uint64_t from, uint64_t to, GError **error)
 	return ha_conn_flush(c, error);
 }
 
-/* The last ACK in the output, 0: none (the output is consumed). */
-static uint64_t last_ack(HaConn *c)
-{
-	size_t len;
-	const uint8_t *out = ha_conn_output(c, &len);
-	struct smp_decoder *d = smp_decoder_new(64);
-	struct smp_frame f;
-	uint64_t v = 0;
-
-	smp_decoder_feed(d, out, len);
-	while (smp_decoder_next(d, &f, NULL) == 1)
-		if (f.type == SMP_ACK)
-			smp_ack_decode(&v, f.payload, f.len);
-	smp_decoder_free(d);
-	ha_conn_output_done(c, len);
-	return v;
-}
-
 /* After a commit of frames up to @upto within ACK_MS of the ACK sent at @t_ack: held
  * (no ACK out, one held, due within ACK_MS), or, when ACK_MS had passed, sent. */
 static void check_held(HaConn *c, uint64_t upto, gint64 t_ack, const char *what)
 {
 	gint64 since = g_get_monotonic_time() - t_ack;
-	uint64_t a = last_ack(c);
+	uint64_t a = conn_last_ack(c);
 	guint ms = 0;
 	bool held = ha_conn_ack_held(c, &ms);
 
@@ -108,9 +90,9 @@ int main(void)
 	/* no pacing: every commit acknowledged */
 	c = ha_conn_new(s, &lim, "t", "test");
 	CHECK(send_hello(c, 11, 0, 0, &e), "HELLO without pacing");
-	last_ack(c);
-	CHECK(send_epochs(c, 1, 2, &e) && last_ack(c) == 2, "ACK 2 after its commit");
-	CHECK(send_epochs(c, 3, 3, &e) && last_ack(c) == 3, "ACK 3 right after the next");
+	conn_last_ack(c);
+	CHECK(send_epochs(c, 1, 2, &e) && conn_last_ack(c) == 2, "ACK 2 after its commit");
+	CHECK(send_epochs(c, 3, 3, &e) && conn_last_ack(c) == 3, "ACK 3 right after the next");
 	CHECK(!ha_conn_ack_held(c, &ms), "nothing held");
 	ha_conn_close(c);
 	ha_conn_free(c);
@@ -118,21 +100,21 @@ int main(void)
 	/* pacing by time: the first at once, then held */
 	c = ha_conn_new(s, &lim, "t", "test");
 	CHECK(send_hello(c, 12, ACK_MS, 1u << 20, &e), "HELLO with pacing (%u ms, 1 MiB)", ACK_MS);
-	last_ack(c);
-	CHECK(send_epochs(c, 1, 2, &e) && last_ack(c) == 2, "the first ACK at once");
+	conn_last_ack(c);
+	CHECK(send_epochs(c, 1, 2, &e) && conn_last_ack(c) == 2, "the first ACK at once");
 	t_ack = g_get_monotonic_time();
 	CHECK(send_epochs(c, 3, 3, &e), "frame 3 committed");
 	check_held(c, 3, t_ack, "frame 3");
 	CHECK(send_epochs(c, 4, 5, &e), "frames 4-5 committed");
 	check_held(c, 5, t_ack, "frames 4-5");
 	ha_conn_ack_release(c);
-	CHECK(last_ack(c) == 5 && !ha_conn_ack_held(c, &ms),
+	CHECK(conn_last_ack(c) == 5 && !ha_conn_ack_held(c, &ms),
 	   "released: ACK 5, the newest, and nothing held");
 	t_ack = g_get_monotonic_time();
 	/* a duplicate: the guest resent, it wants its ACK now */
 	CHECK(send_epochs(c, 6, 6, &e), "frame 6 committed");
 	check_held(c, 6, t_ack, "frame 6");
-	CHECK(send_epochs(c, 6, 6, &e) && last_ack(c) == 6, "frame 6 again: ACK 6 at once");
+	CHECK(send_epochs(c, 6, 6, &e) && conn_last_ack(c) == 6, "frame 6 again: ACK 6 at once");
 	/* BYE: at once */
 	t_ack = g_get_monotonic_time();
 	{
@@ -140,7 +122,7 @@ int main(void)
 		long n = smp_bye_encode(SMP_BYE_SHUTDOWN, p, sizeof(p));
 
 		CHECK(n > 0 && conn_send_frame(c, SMP_BYE, 7, p, (size_t)n, &e) &&
-		   ha_conn_flush(c, &e) && last_ack(c) == 7 && !ha_conn_ack_held(c, &ms),
+		   ha_conn_flush(c, &e) && conn_last_ack(c) == 7 && !ha_conn_ack_held(c, &ms),
 		   "BYE: ACK 7 at once");
 	}
 	ha_conn_close(c);
@@ -149,12 +131,12 @@ int main(void)
 	/* pacing by bytes: 100 bytes, EPOCH payloads of 32 */
 	c = ha_conn_new(s, &lim, "t", "test");
 	CHECK(send_hello(c, 13, ACK_MS, 100, &e), "HELLO with pacing (%u ms, 100 bytes)", ACK_MS);
-	last_ack(c);
-	CHECK(send_epochs(c, 1, 1, &e) && last_ack(c) == 1, "the first ACK at once");
+	conn_last_ack(c);
+	CHECK(send_epochs(c, 1, 1, &e) && conn_last_ack(c) == 1, "the first ACK at once");
 	t_ack = g_get_monotonic_time();
 	CHECK(send_epochs(c, 2, 4, &e), "96 bytes more committed");
 	check_held(c, 4, t_ack, "96 bytes");
-	CHECK(send_epochs(c, 5, 5, &e) && last_ack(c) == 5 && !ha_conn_ack_held(c, &ms),
+	CHECK(send_epochs(c, 5, 5, &e) && conn_last_ack(c) == 5 && !ha_conn_ack_held(c, &ms),
 	   "128 bytes: ACK 5 at once");
 	ha_conn_close(c);
 	ha_conn_free(c);

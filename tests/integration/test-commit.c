@@ -94,24 +94,6 @@ static bool send_page(HaConn *c, uint64_t seq, GError **error)
 	return n > 0 && conn_send_frame(c, SMP_PAGE, seq, p, (size_t)n, error);
 }
 
-/* The last ACK in the output, 0: none (the output is consumed). */
-static uint64_t last_ack(HaConn *c)
-{
-	size_t len;
-	const uint8_t *out = ha_conn_output(c, &len);
-	struct smp_decoder *d = smp_decoder_new(64);
-	struct smp_frame f;
-	uint64_t v = 0;
-
-	smp_decoder_feed(d, out, len);
-	while (smp_decoder_next(d, &f, NULL) == 1)
-		if (f.type == SMP_ACK)
-			smp_ack_decode(&v, f.payload, f.len);
-	smp_decoder_free(d);
-	ha_conn_output_done(c, len);
-	return v;
-}
-
 static ssize_t read_nothing(void *ctx, uint8_t *buf, size_t len)
 {
 	(void)ctx;
@@ -197,7 +179,7 @@ static void steady_beside_flood(const char *dir)
 
 	CHECK(guest_open(&steady, dir, "steady", false, &e) && send_page(steady.c, 1, &e) &&
 	      ha_conn_flush_start(steady.c, &e) && wait_commits(&steady.k, 1) &&
-	      last_ack(steady.c) == 1, "a steady guest's first page committed: a small chunk"
+	      conn_last_ack(steady.c) == 1, "a steady guest's first page committed: a small chunk"
 	      " (%s)", e ? e->message : "ok");
 	g_clear_error(&e);
 	/* its merge is now due from a low-priority idle source, not run yet */
@@ -222,7 +204,7 @@ static void steady_beside_flood(const char *dir)
 	      "the steady guest's next page due: its merge dropped (%s)",
 	      e ? e->message : "ok");
 	g_clear_error(&e);
-	CHECK(wait_commits(&steady.k, 2) && !steady.k.error && last_ack(steady.c) == 2 &&
+	CHECK(wait_commits(&steady.k, 2) && !steady.k.error && conn_last_ack(steady.c) == 2 &&
 	      steady.k.seen == 0 && hold[0].k.calls == 0, "its commit acknowledged while"
 	      " every full batch's thread is held and the flooder waits (%u of the flooder's"
 	      " commits before it)", steady.k.seen);
@@ -233,10 +215,10 @@ static void steady_beside_flood(const char *dir)
 	      ha_commit_waiting());
 	for (guint i = 0; i < n; i++)
 		sqlite3_exec(hold[i].lock, "ROLLBACK", NULL, NULL, NULL);
-	ok = wait_commits(&flood.k, 1) && !flood.k.error && last_ack(flood.c) == 1;
+	ok = wait_commits(&flood.k, 1) && !flood.k.error && conn_last_ack(flood.c) == 1;
 	for (guint i = 0; i < n; i++)
 		ok = ok && wait_commits(&hold[i].k, 1) && !hold[i].k.error &&
-		     last_ack(hold[i].c) == 1;
+		     conn_last_ack(hold[i].c) == 1;
 	CHECK(ok, "the locks released: the flooder and every held guest acknowledged");
 	/* the dropped merge was freed by the pool, unrun; the closes merge what is left */
 	for (guint i = 0; i < n; i++)
@@ -264,7 +246,7 @@ int main(void)
 
 	CHECK(send_hello(c, &e) && send_epoch(c, 1, 0, &e) && send_epoch(c, 2, 1, &e),
 	      "HELLO and a full batch of two EPOCHs");
-	CHECK(wait_commits(&k, 1) && !k.error && last_ack(c) == 2,
+	CHECK(wait_commits(&k, 1) && !k.error && conn_last_ack(c) == 2,
 	      "committed on the commit thread, then ACK 2 (%s)", k.error ? k.error : "no error");
 
 	/* the database's write lock, held by another connection */
@@ -274,17 +256,17 @@ int main(void)
 	CHECK(send_epoch(c, 5, 2, &e), "an EPOCH while it is in flight");
 	CHECK(ha_conn_read(c, 4, 1 << 20, read_nothing, NULL, &e) == HA_READ_PAUSED,
 	      "the connection is paused: the EPOCH is held");
-	CHECK(k.calls == 1 && last_ack(c) == 0, "nothing acknowledged while in flight");
+	CHECK(k.calls == 1 && conn_last_ack(c) == 0, "nothing acknowledged while in flight");
 	CHECK(q1(other, "SELECT COUNT(*) FROM chunks") == 0 &&
 	      q1(other, "SELECT COUNT(*) FROM epochs") == 2 &&
 	      q1(other, "SELECT next_seq FROM streams") == 3,
 	      "the database holds nothing of the batch in flight, nor the held EPOCH");
 	CHECK(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK, "lock released");
-	CHECK(wait_commits(&k, 2) && !k.error && last_ack(c) == 4,
+	CHECK(wait_commits(&k, 2) && !k.error && conn_last_ack(c) == 4,
 	      "the PAGEs committed, ACK 4, not 5 (%s)", k.error ? k.error : "no error");
 	CHECK(ha_conn_read(c, 4, 1 << 20, read_nothing, NULL, &e) == HA_READ_DRY &&
 	      ha_conn_flush_start(c, &e) && wait_commits(&k, 3) && !k.error &&
-	      last_ack(c) == 5, "the held EPOCH applied after it, committed, ACK 5");
+	      conn_last_ack(c) == 5, "the held EPOCH applied after it, committed, ACK 5");
 	CHECK(q1(other, "SELECT COUNT(*) FROM chunks") == 1 &&
 	      q1(other, "SELECT COUNT(*) FROM epochs") == 3 &&
 	      q1(other, "SELECT next_seq FROM streams") == 6, "the database has all of it");
@@ -296,7 +278,7 @@ int main(void)
 	CHECK(send_page(c, 6, &e) && send_page(c, 7, &e), "a full batch of two PAGEs");
 	CHECK(wait_commits(&k, 4) && k.error && strstr(k.error, "injected fault"),
 	      "the commit thread's failure reported: %s", k.error ? k.error : "none");
-	CHECK(last_ack(c) == 0 && q1(other, "SELECT next_seq FROM streams") == 6 &&
+	CHECK(conn_last_ack(c) == 0 && q1(other, "SELECT next_seq FROM streams") == 6 &&
 	      q1(other, "SELECT COUNT(*) FROM chunks") == 1,
 	      "nothing of the failed batch acknowledged or stored");
 	CHECK(!ha_conn_flush(c, &e) && e && strstr(e->message, "earlier batch failed"),
@@ -305,7 +287,7 @@ int main(void)
 	CHECK(!send_page(c, 8, &e) || !ha_conn_flush(c, &e), "nor of a later frame");
 	g_clear_error(&e);
 	ha_conn_close(c);
-	CHECK(last_ack(c) == 0 && q1(other, "SELECT next_seq FROM streams") == 6,
+	CHECK(conn_last_ack(c) == 0 && q1(other, "SELECT next_seq FROM streams") == 6,
 	      "closed: still nothing acknowledged beyond 5");
 	ha_conn_free(c);
 
