@@ -56,8 +56,9 @@ static inline bool conn_send_formats(HaConn *c, uint64_t *seq, GError **error)
 	return true;
 }
 
-/* The last ACK in @c's output, 0: none (the output is consumed). */
-static inline uint64_t conn_last_ack(HaConn *c)
+/* The last value of a @want frame in @c's output (the output is consumed), 0: none:
+ * an ACK's acked_seq, a WELCOME's resume_seq. */
+static inline uint64_t conn_last_out(HaConn *c, uint8_t want)
 {
 	size_t len;
 	const uint8_t *out = ha_conn_output(c, &len);
@@ -66,12 +67,24 @@ static inline uint64_t conn_last_ack(HaConn *c)
 	uint64_t v = 0;
 
 	smp_decoder_feed(d, out, len);
-	while (smp_decoder_next(d, &f, NULL) == 1)
-		if (f.type == SMP_ACK)
+	while (smp_decoder_next(d, &f, NULL) == 1) {
+		if (f.type == want && want == SMP_ACK)
 			smp_ack_decode(&v, f.payload, f.len);
+		if (f.type == want && want == SMP_WELCOME) {
+			struct smp_welcome w;
+
+			if (smp_welcome_decode(&w, f.payload, f.len) == 0)
+				v = w.resume_seq;
+		}
+	}
 	smp_decoder_free(d);
 	ha_conn_output_done(c, len);
 	return v;
+}
+
+static inline uint64_t conn_last_ack(HaConn *c)
+{
+	return conn_last_out(c, SMP_ACK);
 }
 
 #endif /* TEST_CONN_FEED_H */

@@ -73,31 +73,6 @@ static bool send_hello(HaConn *c, GError **error)
 	return send_hello_stream(c, 42, error);
 }
 
-/* The last WELCOME resume_seq or ACK value in the output (and consume it). */
-static uint64_t last_out(HaConn *c, uint8_t want)
-{
-	size_t len;
-	const uint8_t *out = ha_conn_output(c, &len);
-	struct smp_decoder *d = smp_decoder_new(64);
-	struct smp_frame f;
-	uint64_t v = 0;
-
-	smp_decoder_feed(d, out, len);
-	while (smp_decoder_next(d, &f, NULL) == 1) {
-		if (f.type == want && want == SMP_ACK)
-			smp_ack_decode(&v, f.payload, f.len);
-		if (f.type == want && want == SMP_WELCOME) {
-			struct smp_welcome w;
-
-			smp_welcome_decode(&w, f.payload, f.len);
-			v = w.resume_seq;
-		}
-	}
-	smp_decoder_free(d);
-	ha_conn_output_done(c, len);
-	return v;
-}
-
 static bool send_epoch(HaConn *c, uint64_t seq, uint64_t epoch, GError **error)
 {
 	uint8_t p[SMP_DELTA_EPOCH_SIZE];
@@ -175,17 +150,17 @@ int main(void)
 	ha_conn_free(c);
 
 	c = ha_conn_new(s, &lim, "t", "test");
-	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 1, "new stream resumes at 1");
+	CHECK(send_hello(c, &e) && conn_last_out(c, SMP_WELCOME) == 1, "new stream resumes at 1");
 	CHECK(send_epoch(c, 1, 0, &e) && send_epoch(c, 2, 1, &e), "two epochs applied");
-	CHECK(last_out(c, SMP_ACK) == 0, "nothing acknowledged before the commit");
+	CHECK(conn_last_out(c, SMP_ACK) == 0, "nothing acknowledged before the commit");
 	CHECK(q1(s, "SELECT COUNT(*) FROM epochs") == 2, "inside the open transaction");
-	CHECK(ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 2, "ACK 2 after the commit");
+	CHECK(ha_conn_flush(c, &e) && conn_last_out(c, SMP_ACK) == 2, "ACK 2 after the commit");
 	/* duplicates: acknowledged again, not applied */
-	CHECK(send_epoch(c, 2, 7, &e) && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 2,
+	CHECK(send_epoch(c, 2, 7, &e) && ha_conn_flush(c, &e) && conn_last_out(c, SMP_ACK) == 2,
 	      "a duplicate is acknowledged");
 	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 7") == 0, "and not applied");
 	/* a gap */
-	CHECK(send_epoch(c, 6, 3, &e) && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 6,
+	CHECK(send_epoch(c, 6, 3, &e) && ha_conn_flush(c, &e) && conn_last_out(c, SMP_ACK) == 6,
 	      "after a gap, ACK 6");
 	CHECK(q1(s, "SELECT gap_frames FROM streams") == 3, "gap of 3 frames recorded");
 	ha_conn_close(c);
@@ -193,22 +168,22 @@ int main(void)
 
 	/* Reconnect: the resume point comes from the store. */
 	c = ha_conn_new(s, &lim, "t", "test");
-	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 7, "resume at 7 after reconnect");
+	CHECK(send_hello(c, &e) && conn_last_out(c, SMP_WELCOME) == 7, "resume at 7 after reconnect");
 	CHECK(q1(s, "SELECT ended IS NULL FROM boots") == 1, "boot running again");
 
 	/* A later HELLO on the same connection starts a new session (here a new stream):
 	 * the open batch is committed and acknowledged first. */
 	CHECK(send_epoch(c, 7, 5, &e), "epoch 5 in an open batch");
 	CHECK(send_hello_stream(c, 43, &e), "a new stream's HELLO on the same connection");
-	CHECK(last_out(c, SMP_ACK) == 7, "the old session's batch acknowledged");
+	CHECK(conn_last_out(c, SMP_ACK) == 7, "the old session's batch acknowledged");
 	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 5") == 1, "and committed");
 	CHECK(q1(s, "SELECT COUNT(*) FROM streams") == 2, "second stream recorded");
-	CHECK(send_epoch(c, 1, 6, &e) && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 1,
+	CHECK(send_epoch(c, 1, 6, &e) && ha_conn_flush(c, &e) && conn_last_out(c, SMP_ACK) == 1,
 	      "the new stream starts at seq 1");
 	ha_conn_close(c);
 	ha_conn_free(c);
 	c = ha_conn_new(s, &lim, "t", "test");
-	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 8, "stream 42 resumes at 8");
+	CHECK(send_hello(c, &e) && conn_last_out(c, SMP_WELCOME) == 8, "stream 42 resumes at 8");
 
 	/* PROTOCOL.md 2.2: seq 2^64-1, or a jump beyond SMP_SEQ_MAX_GAP, is malformed and
 	 * never becomes the next expected seq (it used to wrap it to 0, and the next
@@ -222,14 +197,14 @@ int main(void)
 		CHECK(send_epoch(c, SMP_SEQ_MAX + 1, 11, &e), "seq SMP_SEQ_MAX + 1: kept");
 		CHECK(ha_conn_stats(c)->malformed == m0 + 3, "all three counted malformed");
 		CHECK(send_epoch(c, 8, 12, &e) && ha_conn_flush(c, &e) &&
-		      last_out(c, SMP_ACK) == 8, "seq 8 is still the next one: ACK 8");
+		      conn_last_out(c, SMP_ACK) == 8, "seq 8 is still the next one: ACK 8");
 		CHECK(q1(s, "SELECT next_seq FROM streams WHERE stream_id = 42") == 9 &&
 		      q1(s, "SELECT gap_frames FROM streams WHERE stream_id = 42") == 3 &&
 		      q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch IN (10, 11)") == 0,
 		      "no gap recorded, nothing applied, next seq 9 stored");
 		CHECK(send_hello(c, &e), "a later HELLO of the stream");
 		ha_conn_output(c, &olen);
-		CHECK(olen == SMP_HDR_SIZE + 16 && last_out(c, SMP_WELCOME) == 9,
+		CHECK(olen == SMP_HDR_SIZE + 16 && conn_last_out(c, SMP_WELCOME) == 9,
 		      "its WELCOME is one valid frame resuming at 9");
 		{
 			uint64_t seq = 9, next = 9, gaps = 3;
@@ -241,14 +216,14 @@ int main(void)
 				all &= send_epoch(c, seq, 13, &e);
 				next = seq + 1;
 			}
-			CHECK(all && ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == SMP_SEQ_MAX,
+			CHECK(all && ha_conn_flush(c, &e) && conn_last_out(c, SMP_ACK) == SMP_SEQ_MAX,
 			      "gaps of SMP_SEQ_MAX_GAP up to SMP_SEQ_MAX are loss, ACKed");
 			CHECK(q1(s, "SELECT gap_frames FROM streams WHERE stream_id = 42") ==
 			      (int64_t)gaps, "the gaps are recorded exactly (%" PRIu64 ")", gaps);
 		}
 		CHECK(send_epoch(c, SMP_SEQ_MAX + 1, 14, &e) && ha_conn_flush(c, &e) &&
 		      ha_conn_stats(c)->malformed == m0 + 4, "nothing goes beyond SMP_SEQ_MAX");
-		CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == SMP_SEQ_MAX + 1,
+		CHECK(send_hello(c, &e) && conn_last_out(c, SMP_WELCOME) == SMP_SEQ_MAX + 1,
 		      "a full stream resumes at SMP_SEQ_MAX + 1 (the guest starts a new one)");
 		/* back to where the quota test below starts */
 		CHECK(ha_store_exec(s, "UPDATE streams SET next_seq = 9, cur_epoch = 12 WHERE"
@@ -260,14 +235,14 @@ int main(void)
 	ha_conn_free(c);
 	lim.quota_bytes = 1;
 	c = ha_conn_new(s, &lim, "t", "test");
-	CHECK(send_hello(c, &e) && last_out(c, SMP_WELCOME) == 9, "resume at 9");
+	CHECK(send_hello(c, &e) && conn_last_out(c, SMP_WELCOME) == 9, "resume at 9");
 	CHECK(send_epoch(c, 9, 20, &e), "epoch 20 applied in the batch");
 	CHECK(!ha_conn_flush(c, &e) && e && strstr(e->message, "quota"), "quota: %s",
 	      e ? e->message : "committed");
 	g_clear_error(&e);
-	CHECK(last_out(c, SMP_ACK) == 0, "no ACK for the rolled-back batch");
+	CHECK(conn_last_out(c, SMP_ACK) == 0, "no ACK for the rolled-back batch");
 	ha_conn_close(c);
-	CHECK(last_out(c, SMP_ACK) == 0, "nor when the connection closes");
+	CHECK(conn_last_out(c, SMP_ACK) == 0, "nor when the connection closes");
 	ha_conn_free(c);
 	CHECK(q1(s, "SELECT COUNT(*) FROM epochs WHERE epoch = 20") == 0 &&
 	      q1(s, "SELECT next_seq FROM streams WHERE stream_id = 42") == 9,
@@ -286,9 +261,9 @@ int main(void)
 		      "HELLO refused: %s", e ? e->message : "accepted");
 		g_clear_error(&e);
 		ha_conn_output(c, &olen);
-		/* last_out() decodes whatever is there: under valgrind, uninitialised
+		/* conn_last_out() decodes whatever is there: under valgrind, uninitialised
 		 * bytes in it are an error even when the checks below pass */
-		CHECK(last_out(c, SMP_WELCOME) == 0 && olen == 0,
+		CHECK(conn_last_out(c, SMP_WELCOME) == 0 && olen == 0,
 		      "nothing sent to the guest (%zu bytes)", olen);
 	}
 	ha_conn_close(c);
@@ -354,7 +329,7 @@ int main(void)
 		      "id 7 with other frames: malformed");
 		CHECK(send_stack(c, 5, id78, ba, 2, &e) && ha_conn_stats(c)->malformed == m0 + 2,
 		      "a frame with a new id 8 and a conflicting id 7: malformed");
-		CHECK(ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == 5, "all acknowledged");
+		CHECK(ha_conn_flush(c, &e) && conn_last_out(c, SMP_ACK) == 5, "all acknowledged");
 		CHECK(q1(s, "SELECT COUNT(*) FROM stacks s JOIN streams t ON t.boot = s.boot"
 			 " WHERE t.stream_id = 60 AND s.epoch = 0 AND s.stack_id = 8") == 0,
 		      "nothing of the conflicting frame stored (id 8 not either)");
@@ -390,7 +365,7 @@ int main(void)
 		c = ha_conn_new(s, &lim, "t", "test");
 		CHECK(send_hello_geo(c, 70, 2, 4096, 10, 0, &e) && conn_send_formats(c, &seq, &e) &&
 		      send_epoch(c, seq, 0, &e) && ha_conn_flush(c, &e) &&
-		      last_out(c, SMP_ACK) == seq, "boot 9: formats and epoch acknowledged (%s)",
+		      conn_last_out(c, SMP_ACK) == seq, "boot 9: formats and epoch acknowledged (%s)",
 		      e ? e->message : "ok");
 		g_clear_error(&e);
 		seq++;
@@ -403,9 +378,9 @@ int main(void)
 		CHECK(e && strstr(e->message, "injected fault"), "with the store's error: %s",
 		      e ? e->message : "none");
 		g_clear_error(&e);
-		CHECK(last_out(c, SMP_ACK) == 0, "nothing acknowledged");
+		CHECK(conn_last_out(c, SMP_ACK) == 0, "nothing acknowledged");
 		ha_conn_close(c);
-		CHECK(last_out(c, SMP_ACK) == 0, "nor when the connection closes");
+		CHECK(conn_last_out(c, SMP_ACK) == 0, "nor when the connection closes");
 		ha_conn_free(c);
 		boot = q1(s, "SELECT id FROM boots WHERE hex(boot_uuid) LIKE '0902%'");
 		{
@@ -426,9 +401,9 @@ int main(void)
 			CHECK(ha_store_exec(s, "DROP TRIGGER fault", &e), "fault removed");
 			c = ha_conn_new(s, &lim, "t", "test");
 			CHECK(send_hello_geo(c, 70, 2, 4096, 10, 0, &e) &&
-			      last_out(c, SMP_WELCOME) == page_seq, "the guest resumes at the page");
+			      conn_last_out(c, SMP_WELCOME) == page_seq, "the guest resumes at the page");
 			CHECK(send_page_fullstack(c, page_seq, 0xffffffff81000100ull, &e) &&
-			      ha_conn_flush(c, &e) && last_out(c, SMP_ACK) == page_seq,
+			      ha_conn_flush(c, &e) && conn_last_out(c, SMP_ACK) == page_seq,
 			      "resent: stored and acknowledged (%s)", e ? e->message : "ok");
 			g_clear_error(&e);
 			CHECK(q1(s, chunks) == 1 && q1(s, full) == 1 && q1(s, counts) == 1,
@@ -539,7 +514,7 @@ int main(void)
 			c = ha_conn_new(s, &lim, "t", "test");
 			CHECK(send_hello_geo(c, 100 + i, 2, 4096, 10, 0, &e) &&
 			      conn_send_formats(c, &seq, &e) && ha_conn_flush(c, &e) &&
-			      last_out(c, SMP_ACK) == seq - 1, "%s: formats acknowledged (%s)",
+			      conn_last_out(c, SMP_ACK) == seq - 1, "%s: formats acknowledged (%s)",
 			      at[i].table, e ? e->message : "ok");
 			g_clear_error(&e);
 			first = seq;
@@ -552,10 +527,10 @@ int main(void)
 			      "%s: the batch fails with the store's error: %s", at[i].table,
 			      e ? e->message : "none");
 			g_clear_error(&e);
-			CHECK(last_out(c, SMP_ACK) == 0, "%s: nothing of it acknowledged",
+			CHECK(conn_last_out(c, SMP_ACK) == 0, "%s: nothing of it acknowledged",
 			      at[i].table);
 			ha_conn_close(c);
-			CHECK(last_out(c, SMP_ACK) == 0, "%s: nor when the connection closes",
+			CHECK(conn_last_out(c, SMP_ACK) == 0, "%s: nor when the connection closes",
 			      at[i].table);
 			ha_conn_free(c);
 			CHECK(ha_store_exec(s, "DROP TRIGGER fault", &e), "fault removed");
@@ -578,7 +553,7 @@ int main(void)
 		int r;
 
 		c = ha_conn_new(s, &lim, "t", "test");
-		CHECK(send_hello_stream(c, 90, &e) && last_out(c, SMP_WELCOME) == 1,
+		CHECK(send_hello_stream(c, 90, &e) && conn_last_out(c, SMP_WELCOME) == 1,
 		      "stream 90 resumes at 1");
 		for (uint64_t seq = 1; seq <= 300; seq++) {
 			all &= send_epoch(c, seq, 1000 + seq, &e) && ha_conn_flush(c, &e);
