@@ -160,9 +160,6 @@ unsigned agent_collect(struct agent *a)
 	bool missed_any = false;
 	unsigned pages = 0;
 
-	/* the layout ring_read_page() finds RB_CAUGHT_UP by (ring.h) */
-	if (a->rings)
-		a->rings->pl = &a->pl;
 	for (uint32_t i = 0; a->rings && i < a->rings->count; i++) {
 		struct ring_cpu *c = &a->rings->cpus[i];
 

@@ -29,9 +29,10 @@ void rings_close(struct rings *rs)
 	free(rs);
 }
 
-int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t page_size,
-	       struct rings **ret)
+int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count,
+	       const struct page_layout *pl, struct rings **ret)
 {
+	size_t page_size = pl->page_size;
 	struct rings *rs;
 	char path[4096];
 	uint32_t opened = 0;
@@ -44,6 +45,7 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t
 		return -ENOMEM;
 	rs->wake_fd = -1;
 	rs->page_size = page_size;
+	rs->pl = pl;
 	rs->cpus = calloc(count, sizeof(*rs->cpus));
 	if (!rs->cpus) {
 		free(rs);

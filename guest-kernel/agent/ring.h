@@ -63,10 +63,11 @@ struct rings {
 	const struct page_layout *pl;
 };
 
-/* Open trace_pipe_raw of each CPU in @cpus, and ask each for RB_CAUGHT_UP (a kernel
- * without it: one info line). Free with rings_close(). */
-int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count, size_t page_size,
-	       struct rings **ret);
+/* Open trace_pipe_raw of each CPU in @cpus, pages of layout @pl (kept: it must outlive
+ * the rings), and ask each for RB_CAUGHT_UP (a kernel without it: one info line). Free
+ * with rings_close(). */
+int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count,
+	       const struct page_layout *pl, struct rings **ret);
 void rings_close(struct rings *rs);
 
 /*

@@ -228,7 +228,7 @@ int agent_setup(struct agent *a)
 		return r;
 	a->sess.crc32c_only = a->o.crc32c_only;
 	open_marker(a);
-	r = rings_open(a->tracefs, a->cpus, a->nr_cpu_dirs, a->pl.page_size, &a->rings);
+	r = rings_open(a->tracefs, a->cpus, a->nr_cpu_dirs, &a->pl, &a->rings);
 	if (r < 0)
 		return r;
 	r = delta_init(&a->delta, a->tracefs);

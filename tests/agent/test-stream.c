@@ -567,6 +567,7 @@ static void test_caught_up_ask(void)
 	char dir[200], path[256];
 	uint32_t cpu = 0;
 	struct rings *rs = NULL;
+	struct page_layout pl;
 	const uint8_t *page;
 	uint8_t src[4096];
 	int fd;
@@ -588,7 +589,8 @@ static void test_caught_up_ask(void)
 	is_int(fd >= 0 ? write(fd, src, 4096) : -1, 4096, "a fake trace_pipe_raw");
 	if (fd >= 0)
 		close(fd);
-	is_int(rings_open(dir, &cpu, 1, 4096, &rs), 0, "rings opened");
+	page_layout_default(&pl, 4096);
+	is_int(rings_open(dir, &cpu, 1, &pl, &rs), 0, "rings opened");
 	ok(rs && rs->cpus[0].fd >= 0 && !rs->cpus[0].caught_up_asked,
 	   "the ioctl refused: not asked, the file still read");
 	if (rs)
