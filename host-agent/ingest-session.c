@@ -251,16 +251,13 @@ static bool queue_frame(HaConn *c, uint8_t type, const uint8_t *payload, long pa
 	return true;
 }
 
-/* Hold the ACK of @upto back (ha_conn_ack_held())? */
-static bool ack_hold(HaConn *c, uint64_t upto)
+/* Hold the ACK of @upto back at @now (ha_conn_ack_held())? */
+static bool ack_hold(HaConn *c, uint64_t upto, gint64 now)
 {
-	gint64 now;
-
 	if (!c->ack_ms || c->ack_wanted || c->bye || c->recovered)
 		return false;
 	if (c->ack_bytes && c->ack_bytes_since >= c->ack_bytes)
 		return false;
-	now = g_get_monotonic_time();
 	if (now - c->ack_last_us >= (gint64)c->ack_ms * 1000)
 		return false;
 	c->ack_held = upto;
@@ -272,13 +269,15 @@ static bool ack_hold(HaConn *c, uint64_t upto)
 static void queue_ack(HaConn *c, uint64_t upto, bool release)
 {
 	uint8_t p[8] = { 0 };
+	gint64 now;
 
 	if (!c->hello || c->failed || upto == 0 || (upto == c->acked && !c->ack_wanted))
 		return;
-	if (!release && ack_hold(c, upto))
+	now = g_get_monotonic_time();
+	if (!release && ack_hold(c, upto, now))
 		return;
 	c->ack_held = 0;
-	c->ack_last_us = g_get_monotonic_time();
+	c->ack_last_us = now;
 	c->ack_bytes_since = 0;
 	/* c->expected is kept within smp_seq_next_ok(), so this cannot fail; if it ever
 	 * did, the guest gets no ACK (it resends), never a made-up one. */
