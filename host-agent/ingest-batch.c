@@ -66,9 +66,16 @@ static void cpu_batch_free(gpointer p)
 static void cpu_batch_reset(CpuBatch *b)
 {
 	g_array_set_size(b->spans, 0);
-	if (b->hist_cap > ingest_session_limits.hist_slots_min) {
-		/* a batch's peak of distinct stacks is not kept for the connection's life,
-		 * per CPU (memory bound): the next batch grows its table again */
+	/*
+	 * The table is kept for the next batch while this one filled an eighth of it or
+	 * more (it grows at a half): a stream's usual number of distinct stacks a batch
+	 * is allocated once, not grown from hist_slots_min, rehashed and freed at every
+	 * commit. After a batch far smaller than the table (a burst of stacks is over)
+	 * it is freed and grows again: what a CPU holds follows its recent batches, not
+	 * the connection's peak (memory bound).
+	 */
+	if (b->hist_cap > ingest_session_limits.hist_slots_min &&
+	    (uint64_t)b->hist_used->len * 8 < b->hist_cap) {
 		g_clear_pointer(&b->hist, g_free);
 		b->hist_cap = 0;
 		g_array_unref(b->hist_used);
