@@ -3,9 +3,10 @@
  * Unit tests of chunk.c's formats: ring-buffer pages (ringpage.c: events of several
  * sizes, type_len 0 events, time extends, padding, more body lengths than a chunk
  * has classes), cut and odd pages and random bytes go through the column format and
- * come back byte for byte; a chunk of the format before it still inflates; a column
- * chunk whose transform is cut or altered is refused or inflates within its bounds
- * (the -asan build checks every read).
+ * come back byte for byte, and three sets of them transform to the very bytes the format
+ * has always had (their SHA-256); a chunk of the format before it still inflates; a
+ * column chunk whose transform is cut or altered is refused or inflates within its
+ * bounds (the -asan build checks every read).
  */
 #include <gio/gio.h>
 #include <string.h>
@@ -128,6 +129,20 @@ static GBytes *transform_of(const Pages *p)
 	return g_bytes_new_take(t, sz);
 }
 
+/*
+ * The transform's bytes of @p against their SHA-256 as the encoder wrote them when the
+ * format was made: a faster encoder must write the same bytes (stored chunks decode
+ * either way, but zstd's ratio and the readers of old stores are the format's).
+ */
+static void same_bytes(const Pages *p, const char *what, const char *sha256)
+{
+	g_autoptr(GBytes) t = transform_of(p);
+	g_autofree char *sum = g_compute_checksum_for_bytes(G_CHECKSUM_SHA256, t);
+
+	CHECK(!strcmp(sum, sha256), "%s: the transform's %zu bytes as ever (SHA-256 %s)",
+	      what, g_bytes_get_size(t), sum);
+}
+
 int main(void)
 {
 	g_autoptr(GRand) r = g_rand_new_with_seed(14);
@@ -135,12 +150,16 @@ int main(void)
 
 	ring_pages(&p, r, 64, 300);
 	round_trip(&p, "ring pages");
+	same_bytes(&p, "ring pages",
+		   "ad35749de8abfae5e33b2f35438f58c741e5f5d47231f2ae8f98a10ec543fe9c");
 	pages_free(&p);
 
 	/* more body lengths than classes: the rest of a page stays as it is */
 	p = pages_new();
 	ring_pages(&p, r, 40, 2000);
 	round_trip(&p, "ring pages, many body lengths");
+	same_bytes(&p, "ring pages, many body lengths",
+		   "611b3c8f7ee674b157509af0579b13e7fde49760ba3357272560b47f109ff65b");
 	pages_free(&p);
 
 	/* odd pages: empty, shorter than a header, header only, cut events, garbage,
@@ -175,6 +194,8 @@ int main(void)
 		pages_free(&q);
 	}
 	round_trip(&p, "cut, odd and random pages");
+	same_bytes(&p, "cut, odd and random pages",
+		   "dd3856a7d4b82b0784ae03c939f6583ac7f9415faa0c89b0b15bad724efc9b60");
 
 	/* the transform cut, or one byte of it changed: refused, or inflates to its
 	 * raw length (the table's) without a read or write out of bounds */
