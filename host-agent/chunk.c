@@ -55,12 +55,19 @@ GBytes *ha_chunk_compress_raw(const GByteArray *packed, int level, GError **erro
  * A body goes to the class of its length.
  */
 #define COL_FIXED	24u
-#define COL_EXTRA	0xfeu	/* an event's class: none, one extra word (30, 31) */
 
-typedef struct {
-	uint32_t off;		/* the event's header word, in the batch's buffer */
-	uint8_t cls;		/* its class, or COL_EXTRA */
-} ColEv;			/* 8 bytes: at most one per 8 bytes of pages */
+/*
+ * The encoder (col_encode()) goes over a chunk's pages twice. The walk (pass 1) keeps,
+ * in the order it takes the events, their header words, their extra words and, for a
+ * body, its offset, each class's offsets in blocks of COL_ROWS (opened as needed,
+ * their classes in the order they opened). Then, the layout known, pass 2 writes the
+ * header words' planes and a block of bodies at a time, transposed 8 columns by 16
+ * rows with SSE2 (16-byte stores; a block's bodies were met together, so their lines
+ * are read together). Pass 2 reads the pages again only for the bodies. Kept: 4 bytes
+ * an event (its header word), 4 a body offset or extra word and one a block: about 8
+ * an event, and an event is at least 8 bytes.
+ */
+#define COL_ROWS	16u
 
 typedef struct {
 	uint32_t nev;		/* events taken */
@@ -71,8 +78,6 @@ typedef struct {
 	uint32_t len;		/* body length */
 	uint32_t rows;
 	uint32_t done;		/* rows written so far */
-	uint32_t npend;
-	const uint8_t *pend[8];	/* bodies waiting for a block of 8 */
 	uint8_t *dst;		/* its planes */
 } ColClass;
 
@@ -83,8 +88,14 @@ struct _HaChunkZ {
 	size_t cap;
 	uint8_t *in;		/* one CPU's pages, transformed */
 	size_t in_cap;
-	ColEv *ev;
-	size_t ev_cap;
+	uint32_t *hw;		/* the walk's header words */
+	size_t hw_cap;
+	uint32_t *xw;		/* its extra words */
+	size_t xw_cap;
+	uint32_t *slot;		/* its blocks: COL_ROWS body offsets of one class */
+	size_t slot_cap;
+	uint8_t *tag;		/* each block's class */
+	size_t tag_cap;
 	ColPage *pg;
 	size_t pg_cap;
 	ColClass cls[HA_CHUNK_CLASSES_MAX];
@@ -108,7 +119,10 @@ void ha_chunkz_free(HaChunkZ *z)
 	ZSTD_freeCCtx(z->cctx);
 	g_free(z->out);
 	g_free(z->in);
-	g_free(z->ev);
+	g_free(z->hw);
+	g_free(z->xw);
+	g_free(z->slot);
+	g_free(z->tag);
 	g_free(z->pg);
 	g_free(z);
 }
@@ -161,131 +175,169 @@ static int64_t col_body(uint32_t tl, uint32_t word1, size_t room)
 	return len + (tl ? 4 : 8) <= room ? (int64_t)len : -1;
 }
 
-/* Byte k of each of the 8 bodies @r at @col into plane k (8 bytes at @dst + k * @stride). */
-static void transpose8(const uint8_t *const *r, size_t col, uint8_t *dst, size_t stride)
+/* Byte k of the 16 bodies at @base + @off[i] + @col into plane k, for k < 8 (16 bytes at
+ * @dst + k * @stride). */
+static inline void transpose16x8(const uint8_t *base, const uint32_t *off, size_t col,
+				 uint8_t *dst, size_t stride)
 {
 #ifdef __SSE2__
-	__m128i a = _mm_unpacklo_epi8(_mm_loadl_epi64((const void *)(r[0] + col)),
-				      _mm_loadl_epi64((const void *)(r[1] + col)));
-	__m128i b = _mm_unpacklo_epi8(_mm_loadl_epi64((const void *)(r[2] + col)),
-				      _mm_loadl_epi64((const void *)(r[3] + col)));
-	__m128i c = _mm_unpacklo_epi8(_mm_loadl_epi64((const void *)(r[4] + col)),
-				      _mm_loadl_epi64((const void *)(r[5] + col)));
-	__m128i d = _mm_unpacklo_epi8(_mm_loadl_epi64((const void *)(r[6] + col)),
-				      _mm_loadl_epi64((const void *)(r[7] + col)));
-	__m128i ab0 = _mm_unpacklo_epi16(a, b), ab1 = _mm_unpackhi_epi16(a, b);
-	__m128i cd0 = _mm_unpacklo_epi16(c, d), cd1 = _mm_unpackhi_epi16(c, d);
-	__m128i o[4] = { _mm_unpacklo_epi32(ab0, cd0), _mm_unpackhi_epi32(ab0, cd0),
-			 _mm_unpacklo_epi32(ab1, cd1), _mm_unpackhi_epi32(ab1, cd1) };
+	__m128i a[8], b[8];
 
-	for (int k = 0; k < 4; k++) {
-		_mm_storel_epi64((void *)(dst + (size_t)(2 * k) * stride), o[k]);
-		_mm_storel_epi64((void *)(dst + (size_t)(2 * k + 1) * stride),
-				 _mm_unpackhi_epi64(o[k], o[k]));
+	/* rows i and i + 8 interleaved, then three rounds of the same interleave, each
+	 * of register i with i + 4, take byte k of row i to byte i of register k */
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		a[i] = _mm_unpacklo_epi8(_mm_loadl_epi64((const void *)(base + off[i] + col)),
+					 _mm_loadl_epi64((const void *)(base + off[i + 8] + col)));
+#pragma GCC unroll 3
+	for (int round = 0; round < 3; round++) {
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++) {
+			b[2 * i] = _mm_unpacklo_epi8(a[i], a[i + 4]);
+			b[2 * i + 1] = _mm_unpackhi_epi8(a[i], a[i + 4]);
+		}
+		memcpy(a, b, sizeof(a));
 	}
+#pragma GCC unroll 8
+	for (int k = 0; k < 8; k++)
+		_mm_storeu_si128((void *)(dst + (size_t)k * stride), a[k]);
 #else
 	for (int k = 0; k < 8; k++)
-		for (int i = 0; i < 8; i++)
-			dst[(size_t)k * stride + i] = r[i][col + k];
+		for (int i = 0; i < 16; i++)
+			dst[(size_t)k * stride + i] = base[off[i] + col + k];
 #endif
 }
 
-/* The class's waiting bodies into its planes. */
-static void col_flush(ColClass *k)
+/* Byte b of each of the @n words @w into plane b (@n bytes at @dst + b * @n). */
+static void col_bytes4(const uint32_t *w, size_t n, uint8_t *dst)
 {
-	uint8_t *dst = k->dst + k->done;
-	size_t col = 0;
+	for (size_t e = 0; e < n; e++)
+		for (int b = 0; b < 4; b++)
+			dst[b * n + e] = (uint8_t)(w[e] >> (8 * b));
+}
 
-	if (k->npend == 8 && k->len >= 8) {
-		for (; col + 8 <= k->len; col += 8)
-			transpose8(k->pend, col, dst + col * k->rows, k->rows);
+/* The @nrows bodies at @base + @off[i] into class @k's planes, as its rows from @row on. */
+static void col_rows(const ColClass *k, const uint8_t *base, const uint32_t *off,
+		     uint32_t row, uint32_t nrows)
+{
+	uint8_t *dst = k->dst + row;
+	size_t col = 0, len = k->len, rows = k->rows;
+
+	if (nrows == COL_ROWS && len >= 8) {
+		for (; col + 8 <= len; col += 8)
+			transpose16x8(base, off, col, dst + col * rows, rows);
 		/* the last 4 bytes with the 4 before them again (the same values) */
-		if (col < k->len) {
-			col = k->len - 8;
-			transpose8(k->pend, col, dst + col * k->rows, k->rows);
-			col = k->len;
-		}
+		if (col < len)
+			transpose16x8(base, off, len - 8, dst + (len - 8) * rows, rows);
+		col = len;
 	}
-	for (; col < k->len; col++)
-		for (uint32_t i = 0; i < k->npend; i++)
-			dst[col * k->rows + i] = k->pend[i][col];
-	k->done += k->npend;
-	k->npend = 0;
+	for (; col < len; col++)
+		for (uint32_t i = 0; i < nrows; i++)
+			dst[col * rows + i] = base[off[i] + col];
+}
+
+/* Grow *@buf of *@cap elements of @size to hold @need, keeping its contents. */
+static void *grow(void *buf, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return buf;
+	*cap = MAX(need, *cap * 2);
+	return g_realloc_n(buf, *cap, size);
 }
 
 /* Transform @n pages of @base into z->in; returns its length. */
 static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *spans, size_t n)
 {
-	int8_t by_tl[29];
-	uint32_t ncls = 0, nev = 0, nx = 0;
-	size_t tail = 0, heads = 0, raw = 0, total, off;
-	uint8_t *o, *eplane, *xp, *tp;
+	int8_t by_tl[32];	/* a data event's class by its type_len; -1: none yet */
+	uint32_t ncls = 0, nev = 0, nx = 0, nblk = 0, lens[HA_CHUNK_CLASSES_MAX],
+		 rows[HA_CHUNK_CLASSES_MAX] = { 0 }, next[HA_CHUNK_CLASSES_MAX];
+	size_t tail = 0, heads = 0, raw = 0, total, off, need;
+	uint8_t *o, *tp;
+	uint32_t *hw = z->hw, *xw = z->xw, *slot = z->slot;
+	uint8_t *tag = z->tag;
 
 	memset(by_tl, -1, sizeof(by_tl));
-	if (z->pg_cap < n) {
-		z->pg_cap = MAX(n, z->pg_cap * 2);
-		z->pg = g_renew(ColPage, z->pg, z->pg_cap);
-	}
+	z->pg = grow(z->pg, &z->pg_cap, n, sizeof(ColPage));
 	/* pass 1: what each page's walk takes */
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *p = base + spans[i].off;
 		size_t len = spans[i].len, pos = 16;
-		uint32_t taken = 0;
+		uint32_t first = nev, poff = spans[i].off;
 
 		raw += 4 + len;
 		heads += MIN(len, 16);
+		/* room for the page: an event is at least 8 bytes, and a class opens
+		 * a block with its first body and every COL_ROWS bodies after */
+		hw = z->hw = grow(z->hw, &z->hw_cap, nev + len / 8, sizeof(uint32_t));
+		need = nblk + len / 8 / COL_ROWS + HA_CHUNK_CLASSES_MAX + 1;
+		tag = z->tag = grow(z->tag, &z->tag_cap, need, 1);
+		slot = z->slot = grow(z->slot, &z->slot_cap, need * COL_ROWS, sizeof(uint32_t));
 		while (len >= 16 && len - pos >= 4) {
 			uint32_t h = ha_le32(p + pos), tl = h & 31;
-			int64_t body;
-			int cls = -1;
+			int cls = by_tl[tl];
+			size_t body = (size_t)tl * 4, at = pos + 4;
 
-			if (nev == z->ev_cap) {
-				z->ev_cap = MAX(1024, z->ev_cap * 2);
-				z->ev = g_renew(ColEv, z->ev, z->ev_cap);
-			}
-			if (tl == 30 || tl == 31) {
+			if (cls < 0 || body + 4 > len - pos) {
+				/* not a data event of a class seen before, whole in the page */
+				uint32_t w1;
+				int64_t b;
+
 				if (len - pos < 8)
 					break;
-				z->ev[nev++] = (ColEv){ spans[i].off + (uint32_t)pos, COL_EXTRA };
-				nx++;
-				taken++;
-				pos += 8;
-				continue;
-			}
-			body = col_body(tl, len - pos >= 8 ? ha_le32(p + pos + 4) : 0, len - pos);
-			if (body < 0)
-				break;
-			if (tl && by_tl[tl] >= 0) {
-				cls = by_tl[tl];
-			} else {
+				w1 = ha_le32(p + pos + 4);
+				if (tl == 0 || tl >= 30)
+					xw = z->xw = grow(z->xw, &z->xw_cap, nx + 1, sizeof(uint32_t));
+				if (tl >= 30) {
+					hw[nev++] = h;
+					xw[nx++] = w1;
+					pos += 8;
+					continue;
+				}
+				b = col_body(tl, w1, len - pos);
+				if (b < 0)
+					break;
 				for (uint32_t k = 0; k < ncls; k++)
-					if (z->cls[k].len == (uint64_t)body)
+					if (lens[k] == (uint64_t)b)
 						cls = (int)k;
 				if (cls < 0) {
 					if (ncls == HA_CHUNK_CLASSES_MAX)
 						break;
 					cls = (int)ncls++;
-					z->cls[cls] = (ColClass){ .len = (uint32_t)body };
+					lens[cls] = (uint32_t)b;
+					next[cls] = 0;
 				}
 				if (tl)
 					by_tl[tl] = (int8_t)cls;
+				else
+					xw[nx++] = w1;
+				body = (size_t)b;
+				at = pos + (tl ? 4 : 8);
 			}
-			z->ev[nev++] = (ColEv){ spans[i].off + (uint32_t)pos, (uint8_t)cls };
-			z->cls[cls].rows++;
-			if (!tl)
-				nx++;
-			taken++;
-			pos += (size_t)body + (tl ? 4 : 8);
+			hw[nev++] = h;
+			/* the body's offset into its class's last block, or into a new
+			 * one when that is full (without a branch: which event opens a
+			 * block is hard to predict) */
+			{
+				uint32_t sl = next[cls], open = sl % COL_ROWS == 0;
+
+				tag[nblk] = (uint8_t)cls;
+				sl = open ? nblk * COL_ROWS : sl;
+				nblk += open;
+				slot[sl] = poff + (uint32_t)at;
+				next[cls] = sl + 1;
+			}
+			rows[cls]++;
+			pos = at + body;
 		}
 		if (len < 16)
 			pos = len;
-		z->pg[i] = (ColPage){ taken, (uint32_t)pos };
+		z->pg[i] = (ColPage){ nev - first, (uint32_t)pos };
 		tail += len - pos;
 	}
 	total = COL_FIXED + 8 * (size_t)ncls + 8 * n + heads + 4 * (size_t)nev + 4 * (size_t)nx +
 		tail;
 	for (uint32_t k = 0; k < ncls; k++)
-		total += (size_t)z->cls[k].len * z->cls[k].rows;
+		total += (size_t)lens[k] * rows[k];
 	reserve(&z->in, &z->in_cap, total);
 	o = z->in;
 	put32(o, (uint32_t)n);
@@ -296,8 +348,8 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 	put32(o + 20, (uint32_t)raw);
 	off = COL_FIXED;
 	for (uint32_t k = 0; k < ncls; k++, off += 8) {
-		put32(o + off, z->cls[k].len);
-		put32(o + off + 4, z->cls[k].rows);
+		put32(o + off, lens[k]);
+		put32(o + off + 4, rows[k]);
 	}
 	for (size_t i = 0; i < n; i++, off += 8) {
 		put32(o + off, spans[i].len);
@@ -309,37 +361,24 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 		memcpy(o + off, base + spans[i].off, h);
 		off += h;
 	}
-	eplane = o + off;
-	xp = eplane + 4 * (size_t)nev;
-	off += 4 * (size_t)nev + 4 * (size_t)nx;
+	/* pass 2: the header words' planes, the extra words, the bodies' planes */
+	col_bytes4(hw, nev, o + off);
+	off += 4 * (size_t)nev;
+	for (uint32_t x = 0; x < nx; x++, off += 4)
+		put32(o + off, xw[x]);
 	for (uint32_t k = 0; k < ncls; k++) {
-		z->cls[k].dst = o + off;
-		off += (size_t)z->cls[k].len * z->cls[k].rows;
+		z->cls[k] = (ColClass){ .len = lens[k], .rows = rows[k], .dst = o + off };
+		off += (size_t)lens[k] * rows[k];
+	}
+	/* a class's blocks are in the order of its rows, each but its last full */
+	for (uint32_t b = 0; b < nblk; b++) {
+		ColClass *k = &z->cls[tag[b]];
+		uint32_t nr = MIN(k->rows - k->done, COL_ROWS);
+
+		col_rows(k, base, slot + b * COL_ROWS, k->done, nr);
+		k->done += nr;
 	}
 	tp = o + off;
-	/* pass 2: every event's bytes to their streams */
-	for (uint32_t e = 0; e < nev; e++) {
-		const uint8_t *p = base + z->ev[e].off;
-		uint8_t cls = z->ev[e].cls;
-		ColClass *k;
-
-		for (int b = 0; b < 4; b++)
-			eplane[(size_t)b * nev + e] = p[b];
-		if (cls == COL_EXTRA || !(p[0] & 31)) {
-			memcpy(xp, p + 4, 4);
-			xp += 4;
-		}
-		if (cls == COL_EXTRA)
-			continue;
-		k = &z->cls[cls];
-		k->pend[k->npend++] = p + ((p[0] & 31) ? 4 : 8);
-		if (k->npend == 8)
-			col_flush(k);
-	}
-	for (uint32_t k = 0; k < ncls; k++) {
-		col_flush(&z->cls[k]);
-		z->cls[k].rows = z->cls[k].done = 0;
-	}
 	for (size_t i = 0; i < n; i++) {
 		size_t t = spans[i].len - z->pg[i].end;
 
