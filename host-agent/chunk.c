@@ -211,7 +211,32 @@ static inline void transpose16x8(const uint8_t *base, const uint32_t *off, size_
 /* Byte b of each of the @n words @w into plane b (@n bytes at @dst + b * @n). */
 static void col_bytes4(const uint32_t *w, size_t n, uint8_t *dst)
 {
-	for (size_t e = 0; e < n; e++)
+	size_t e = 0;
+
+#ifdef __SSE2__
+	for (; e + 16 <= n; e += 16) {
+		__m128i a[4], b[4];
+
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++)
+			a[i] = _mm_loadu_si128((const void *)(w + e + 4 * i));
+		/* four rounds of one interleave, of register i with i + 2, take byte b
+		 * of word i to byte i of register b */
+#pragma GCC unroll 4
+		for (int round = 0; round < 4; round++) {
+#pragma GCC unroll 2
+			for (int i = 0; i < 2; i++) {
+				b[2 * i] = _mm_unpacklo_epi8(a[i], a[i + 2]);
+				b[2 * i + 1] = _mm_unpackhi_epi8(a[i], a[i + 2]);
+			}
+			memcpy(a, b, sizeof(a));
+		}
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++)
+			_mm_storeu_si128((void *)(dst + k * n + e), a[k]);
+	}
+#endif
+	for (; e < n; e++)
 		for (int b = 0; b < 4; b++)
 			dst[b * n + e] = (uint8_t)(w[e] >> (8 * b));
 }
