@@ -291,6 +291,10 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 
 		raw += 4 + len;
 		heads += MIN(len, 16);
+		/* the next page's lines on their way while this one is walked */
+		if (i + 1 < n)
+			for (size_t at = 0; at < spans[i + 1].len; at += 64)
+				__builtin_prefetch(base + spans[i + 1].off + at);
 		/* room for the page: an event is at least 8 bytes, and a class opens
 		 * a block with its first body and every COL_ROWS bodies after */
 		hw = z->hw = grow(z->hw, &z->hw_cap, nev + len / 8, sizeof(uint32_t));
