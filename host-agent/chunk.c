@@ -288,13 +288,13 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 		const uint8_t *p = base + spans[i].off;
 		size_t len = spans[i].len, pos = 16;
 		uint32_t first = nev, poff = spans[i].off;
+		/* the next page's lines on their way while this one is walked, one an
+		 * event (a page's worth asked at once stalled on the requests) */
+		const uint8_t *ahead = base + (i + 1 < n ? spans[i + 1].off : 0);
+		size_t ahead_len = i + 1 < n ? spans[i + 1].len : 0, ahead_at = 0;
 
 		raw += 4 + len;
 		heads += MIN(len, 16);
-		/* the next page's lines on their way while this one is walked */
-		if (i + 1 < n)
-			for (size_t at = 0; at < spans[i + 1].len; at += 64)
-				__builtin_prefetch(base + spans[i + 1].off + at);
 		/* room for the page: an event is at least 8 bytes, and a class opens
 		 * a block with its first body and every COL_ROWS bodies after */
 		hw = z->hw = grow(z->hw, &z->hw_cap, nev + len / 8, sizeof(uint32_t));
@@ -305,6 +305,11 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 			uint32_t h = ha_le32(p + pos), tl = h & 31;
 			int cls = by_tl[tl];
 			size_t body = (size_t)tl * 4, at = pos + 4;
+
+			if (ahead_at < ahead_len) {
+				__builtin_prefetch(ahead + ahead_at);
+				ahead_at += 64;
+			}
 
 			if (cls < 0 || body + 4 > len - pos) {
 				/* not a data event of a class seen before, whole in the page */
@@ -358,6 +363,8 @@ static size_t col_encode(HaChunkZ *z, const uint8_t *base, const HaChunkSpan *sp
 			rows[cls]++;
 			pos = at + body;
 		}
+		for (; ahead_at < ahead_len; ahead_at += 64)
+			__builtin_prefetch(ahead + ahead_at);
 		if (len < 16)
 			pos = len;
 		z->pg[i] = (ColPage){ nev - first, (uint32_t)pos };
