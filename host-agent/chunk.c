@@ -175,29 +175,46 @@ static int64_t col_body(uint32_t tl, uint32_t word1, size_t room)
 	return len + (tl ? 4 : 8) <= room ? (int64_t)len : -1;
 }
 
+#ifdef __SSE2__
+/*
+ * @rounds rounds of one interleave of the @n registers of the array @a: registers 2i
+ * and 2i + 1 become the low and the high half of a[i]'s and a[i + n/2]'s bytes
+ * interleaved. Repeated, it transposes bytes (the callers say how often and where each
+ * byte lands). A macro: both callers compile to exactly the code of the loops it
+ * replaced, where a function taking @a by pointer measured 0.96x of the daemon's
+ * events per CPU-second.
+ */
+#define INTERLEAVE_ROUNDS(a, n, rounds)						\
+	do {									\
+		__m128i b_[n];							\
+										\
+		_Pragma("GCC unroll 4")						\
+		for (int r_ = 0; r_ < (rounds); r_++) {				\
+			_Pragma("GCC unroll 4")					\
+			for (int i_ = 0; i_ < (n) / 2; i_++) {			\
+				b_[2 * i_] = _mm_unpacklo_epi8((a)[i_], (a)[i_ + (n) / 2]); \
+				b_[2 * i_ + 1] = _mm_unpackhi_epi8((a)[i_], (a)[i_ + (n) / 2]); \
+			}							\
+			memcpy((a), b_, sizeof(b_));				\
+		}								\
+	} while (0)
+#endif
+
 /* Byte k of the 16 bodies at @base + @off[i] + @col into plane k, for k < 8 (16 bytes at
  * @dst + k * @stride). */
 static inline void transpose16x8(const uint8_t *base, const uint32_t *off, size_t col,
 				 uint8_t *dst, size_t stride)
 {
 #ifdef __SSE2__
-	__m128i a[8], b[8];
+	__m128i a[8];
 
-	/* rows i and i + 8 interleaved, then three rounds of the same interleave, each
+	/* rows i and i + 8 interleaved, then three rounds of the interleave, each
 	 * of register i with i + 4, take byte k of row i to byte i of register k */
 #pragma GCC unroll 8
 	for (int i = 0; i < 8; i++)
 		a[i] = _mm_unpacklo_epi8(_mm_loadl_epi64((const void *)(base + off[i] + col)),
 					 _mm_loadl_epi64((const void *)(base + off[i + 8] + col)));
-#pragma GCC unroll 3
-	for (int round = 0; round < 3; round++) {
-#pragma GCC unroll 4
-		for (int i = 0; i < 4; i++) {
-			b[2 * i] = _mm_unpacklo_epi8(a[i], a[i + 4]);
-			b[2 * i + 1] = _mm_unpackhi_epi8(a[i], a[i + 4]);
-		}
-		memcpy(a, b, sizeof(a));
-	}
+	INTERLEAVE_ROUNDS(a, 8, 3);
 #pragma GCC unroll 8
 	for (int k = 0; k < 8; k++)
 		_mm_storeu_si128((void *)(dst + (size_t)k * stride), a[k]);
@@ -215,22 +232,14 @@ static void col_bytes4(const uint32_t *w, size_t n, uint8_t *dst)
 
 #ifdef __SSE2__
 	for (; e + 16 <= n; e += 16) {
-		__m128i a[4], b[4];
+		__m128i a[4];
 
 #pragma GCC unroll 4
 		for (int i = 0; i < 4; i++)
 			a[i] = _mm_loadu_si128((const void *)(w + e + 4 * i));
-		/* four rounds of one interleave, of register i with i + 2, take byte b
+		/* four rounds of the interleave, of register i with i + 2, take byte b
 		 * of word i to byte i of register b */
-#pragma GCC unroll 4
-		for (int round = 0; round < 4; round++) {
-#pragma GCC unroll 2
-			for (int i = 0; i < 2; i++) {
-				b[2 * i] = _mm_unpacklo_epi8(a[i], a[i + 2]);
-				b[2 * i + 1] = _mm_unpackhi_epi8(a[i], a[i + 2]);
-			}
-			memcpy(a, b, sizeof(a));
-		}
+		INTERLEAVE_ROUNDS(a, 4, 4);
 #pragma GCC unroll 4
 		for (int k = 0; k < 4; k++)
 			_mm_storeu_si128((void *)(dst + k * n + e), a[k]);
