@@ -68,14 +68,14 @@ static inline uint64_t conn_last_out(HaConn *c, uint8_t want)
 
 	smp_decoder_feed(d, out, len);
 	while (smp_decoder_next(d, &f, NULL) == 1) {
-		if (f.type == want && want == SMP_ACK)
-			smp_ack_decode(&v, f.payload, f.len);
-		if (f.type == want && want == SMP_WELCOME) {
-			struct smp_welcome w;
+		struct smp_welcome w;
 
-			if (smp_welcome_decode(&w, f.payload, f.len) == 0)
-				v = w.resume_seq;
-		}
+		if (f.type != want)
+			continue;
+		if (want == SMP_ACK)
+			smp_ack_decode(&v, f.payload, f.len);
+		else if (want == SMP_WELCOME && smp_welcome_decode(&w, f.payload, f.len) == 0)
+			v = w.resume_seq;
 	}
 	smp_decoder_free(d);
 	ha_conn_output_done(c, len);
