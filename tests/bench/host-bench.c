@@ -744,8 +744,10 @@ static double run_variant(const char *title, const char *name, const char *opt1,
 
 	/*
 	 * --repeat rounds, each: the plain copy, then (with --baseline) the baseline
-	 * daemon, then this one, each into a store of its own; medians printed. The
-	 * rounds alternate so that a change of the machine's load hits both alike.
+	 * daemon and this one, each into a store of its own; medians printed. The
+	 * rounds alternate so that a change of the machine's load hits both alike, and
+	 * so does the order within a round (odd rounds run the baseline second): neither
+	 * daemon always follows the plain copy's writeback.
 	 */
 	{
 		g_autoptr(GArray) tc = g_array_new(FALSE, FALSE, sizeof(double));
@@ -758,7 +760,8 @@ static double run_variant(const char *title, const char *name, const char *opt1,
 		for (gint64 r = 0; r < repeat; r++) {
 			tcopy = plain_copy(buf, (size_t)sb.st_size);
 			g_array_append_val(tc, tcopy);
-			for (int v = base_path ? 0 : 1; v < 2; v++) {
+			for (int i = base_path ? 0 : 1; i < 2; i++) {
+				int v = base_path && r % 2 ? 1 - i : i;
 				g_autofree char *st = g_strdup_printf("%s/%s-%d-%d", state,
 								      name, v, (int)r);
 				g_autofree char *dom = g_strdup_printf("bench-%s", name);
