@@ -79,6 +79,8 @@ struct agent_counters {
 	uint64_t window_full_holds;	/* times the rings were left unread: window full */
 	uint64_t rounds;	/* collection rounds on the flush timer */
 	uint64_t wakeups;	/* returns from poll() */
+	uint64_t port_reads;	/* read() calls on the port */
+	uint64_t port_empty_reads;	/* ... that found nothing (EAGAIN) */
 };
 
 struct agent {

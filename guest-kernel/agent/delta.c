@@ -59,7 +59,10 @@ long delta_read(struct delta_reader *d)
 		return 0;
 	do {
 		n = read(d->fd, d->buf + d->len, DELTA_BUF_SIZE - d->len);
+		d->reads++;
 	} while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		d->empty_reads++;
 	if (n < 0 && errno == EINVAL && DELTA_BUF_SIZE - d->len < DELTA_REC_MAX)
 		return 0;	/* no room for the next record: consume first */
 	if (n < 0)

@@ -29,6 +29,8 @@ struct delta_reader {
 	size_t len;		/* bytes in buf */
 	size_t le;		/* leading bytes already in little-endian order */
 	uint64_t bytes;		/* bytes read */
+	uint64_t reads;		/* read() calls */
+	uint64_t empty_reads;	/* ... that returned nothing */
 	uint64_t bad;		/* invalid records seen (the buffer was discarded) */
 };
 

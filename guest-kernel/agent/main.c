@@ -325,8 +325,11 @@ static void read_port(struct agent *a, uint64_t t_ns)
 		struct win_stats ws;
 		int act;
 
-		if (n == -EAGAIN)
+		a->c.port_reads++;
+		if (n == -EAGAIN) {
+			a->c.port_empty_reads++;
 			return;
+		}
 		if (n == 0) {
 			on_host_gone(a, "end of stream", a->o.reconnect_ms);
 			return;
@@ -633,22 +636,28 @@ int main(int argc, char **argv)
 	log_info("setup took %" PRIu64 " ms of CPU", cpu_time_ns() / 1000000);
 	r = run(&a, sfd);
 	{
-		uint64_t caught_up = 0;
+		uint64_t caught_up = 0, ring_reads = 0, ring_empty = 0;
 		struct win_stats ws;
 
-		for (uint32_t i = 0; a.rings && i < a.rings->count; i++)
+		for (uint32_t i = 0; a.rings && i < a.rings->count; i++) {
 			caught_up += a.rings->cpus[i].caught_up_pages;
+			ring_reads += a.rings->cpus[i].reads;
+			ring_empty += a.rings->cpus[i].empty_reads;
+		}
 		win_get_stats(a.win, &ws);
 		log_info("exiting: %" PRIu64 " pages, %" PRIu64 " stack records, %" PRIu64
 			 " epoch records, %" PRIu64 " frames dropped, %" PRIu64 " resent, "
 			 "%" PRIu64 " holds on a full window, "
 			 "%" PRIu64 " bytes in %" PRIu64 " writes, %" PRIu64 " ms of CPU, "
 			 "%" PRIu64 " time probes answered, %" PRIu64 " wake-ups for %"
-			 PRIu64 " collection rounds, %" PRIu64 " pages read up to the writer",
+			 PRIu64 " collection rounds, %" PRIu64 " pages read up to the writer; "
+			 "reads (of them empty): port %" PRIu64 " (%" PRIu64 "), rings %"
+			 PRIu64 " (%" PRIu64 "), stack deltas %" PRIu64 " (%" PRIu64 ")",
 			 a.c.pages, a.c.stacks, a.c.epochs, ws.dropped_frames,
 			 ws.resent_frames, a.c.window_full_holds, a.sess.out.bytes, a.sess.out.writes,
 			 cpu_time_ns() / 1000000, a.sess.time_probes, a.c.wakeups, a.c.rounds,
-			 caught_up);
+			 caught_up, a.c.port_reads, a.c.port_empty_reads, ring_reads,
+			 ring_empty, a.delta.reads, a.delta.empty_reads);
 	}
 	agent_free(&a);
 	return r < 0 ? 1 : 0;

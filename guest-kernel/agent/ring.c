@@ -106,15 +106,19 @@ int rings_open(const char *tracefs, const uint32_t *cpus, uint32_t count,
 	return 0;
 }
 
-/* read(2) of @fd: the bytes read, 0 when nothing is there (EAGAIN) or at its end,
- * -errno on an error; EINTR is retried. */
-static ssize_t read_ready(int fd, void *buf, size_t len)
+/* read(2) of @c's file: the bytes read, 0 when nothing is there (EAGAIN) or at its
+ * end, -errno on an error; EINTR is retried. Counted in @c. */
+static ssize_t read_ready(struct ring_cpu *c, void *buf, size_t len)
 {
 	for (;;) {
-		ssize_t n = read(fd, buf, len);
+		ssize_t n = read(c->fd, buf, len);
 
-		if (n >= 0)
+		c->reads++;
+		if (n > 0)
 			return n;
+		c->empty_reads++;
+		if (n == 0)
+			return 0;
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN)
@@ -142,7 +146,7 @@ int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 	if (c->fd < 0)
 		return 0;
 	while (dst && c->fill == 0) {
-		ssize_t n = read_ready(c->fd, dst, rs->page_size);
+		ssize_t n = read_ready(c, dst, rs->page_size);
 
 		if (n <= 0)
 			return (int)n;
@@ -154,7 +158,7 @@ int ring_read_page(struct rings *rs, struct ring_cpu *c, uint8_t *dst,
 		c->fill = (size_t)n;
 	}
 	while (c->fill < rs->page_size) {
-		ssize_t n = read_ready(c->fd, c->page + c->fill, rs->page_size - c->fill);
+		ssize_t n = read_ready(c, c->page + c->fill, rs->page_size - c->fill);
 
 		/* 0: empty (a failed page read) or a fake tree's EOF */
 		if (n <= 0)
