@@ -143,6 +143,10 @@ struct agent {
 	struct latency lat;	/* commit-to-durable time of pages */
 
 	struct listen listen;	/* when a clock probe from the host is due */
+	/* when the last ACK was read (CLOCK_MONOTONIC ms; 0: none since the WELCOME),
+	 * and the window's resent frames then (main.c's ack_may_be_there()) */
+	uint64_t t_ack_read;
+	uint64_t resent_at_ack;
 
 	/* timers, CLOCK_MONOTONIC ms; 0 = not armed */
 	uint64_t t_gather, t_rescan, t_stats, t_reconnect, t_hello, t_linger;

@@ -310,6 +310,7 @@ static void handle_actions(struct agent *a, int act)
 	}
 	if (act & SESS_ACT_WELCOME) {
 		a->t_hello = 0;	/* a gap at the resume point: see write_port() */
+		a->t_ack_read = 0;	/* the session's first ACK comes at once */
 		agent_announce_arena(a, false);
 	}
 }
@@ -321,7 +322,7 @@ static void read_port(struct agent *a, uint64_t t_ns)
 
 	for (int i = 0; i < 16 && a->connected; i++) {
 		ssize_t n = port_read(&a->port, buf, sizeof(buf));
-		uint64_t probes = a->sess.time_probes;
+		uint64_t probes = a->sess.time_probes, acks;
 		struct win_stats ws;
 		int act;
 
@@ -338,10 +339,15 @@ static void read_port(struct agent *a, uint64_t t_ns)
 			on_host_gone(a, strerror((int)-n), a->o.reconnect_ms);
 			return;
 		}
+		acks = a->sess.acks;
 		act = sess_input(&a->sess, buf, (size_t)n);
 		if (a->sess.time_probes != probes)
 			listen_probe(&a->listen, now_ms());
 		win_get_stats(a->win, &ws);
+		if (a->sess.acks != acks) {
+			a->t_ack_read = t_ns ? t_ns / 1000000u : now_ms();
+			a->resent_at_ack = ws.resent_frames;
+		}
 		latency_acked(&a->lat, ws.acked, t_ns);	/* ACKed pages are durable now */
 		if (act)
 			handle_actions(a, act);
@@ -470,6 +476,33 @@ static unsigned gather_delay_ms(unsigned flush_ms)
 	return flush_ms > slack ? flush_ms - slack : 1;
 }
 
+/*
+ * Whether a collection round reads the port: whether an ACK may be waiting there
+ * (TIME, the other input worth a read in a round, gets a wake-up of its own while it
+ * is due: listen.h). A host of protocol 1.5 that got --ack-ms (PROTOCOL.md 4.1) sends
+ * the first ACK of a session at once, then holds each next one back until ack_ms have
+ * passed since the last, unless ack_bytes wait for one or a resent frame was a
+ * duplicate. So after an ACK was read, the port has nothing for the rounds of the
+ * next ack_ms less two rounds (the ACK read was sent up to a round before, and the
+ * next one may come up to a round before its round): most rounds then leave out a
+ * read that would only fail with EAGAIN. An ACK that comes earlier all the same (a
+ * host that paces otherwise) is read at most ack_ms later, by a round or a poll.
+ * Anything else (no pacing, a 1.4 host, a session not UP, an eighth of ack_bytes
+ * waiting, frames resent since that ACK): every round reads the port, as before.
+ */
+static bool ack_may_be_there(struct agent *a, uint64_t now, unsigned gather_ms)
+{
+	size_t ack_bytes = (size_t)a->o.window_kb * 1024 / 8;
+	struct win_stats ws;
+
+	if (a->sess.state != SESS_UP || !a->o.ack_ms ||
+	    a->sess.host_minor < SESS_MINOR_ACK_PACING || !a->t_ack_read ||
+	    now + 2 * gather_ms >= a->t_ack_read + a->o.ack_ms)
+		return true;
+	win_get_stats(a->win, &ws);
+	return ws.bytes >= ack_bytes / 8 || ws.resent_frames != a->resent_at_ack;
+}
+
 static int run(struct agent *a, int sfd)
 {
 	uint64_t now = now_ms();
@@ -498,8 +531,9 @@ static int run(struct agent *a, int sfd)
 			 * waiting for the wake-up.
 			 */
 			a->c.rounds++;
-			if (a->connected)
-				read_port(a, t_ns);	/* ACKs, TIME: no wake-up of their own */
+			/* ACKs, TIME: no wake-up of their own */
+			if (a->connected && ack_may_be_there(a, now, gather_ms))
+				read_port(a, t_ns);
 			a->t_gather = agent_collect(a) && !agent_holding(a) ?
 				      now_ms() + gather_ms : 0;
 		}

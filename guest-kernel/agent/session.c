@@ -114,6 +114,7 @@ static int on_welcome(struct session *s, const struct smp_frame *f)
 	}
 	s->welcomes++;
 	s->resume_seq = m.resume_seq;
+	s->host_minor = f->minor;
 	/* a 1.4 host checks XXH64 payload checksums, a quarter of CRC32C's cost here */
 	win_set_xxh64(s->win, f->minor >= SMP_MINOR_XXH64 && !s->crc32c_only);
 	s->host_max_payload = m.max_payload ? m.max_payload : SMP_MAX_PAYLOAD;

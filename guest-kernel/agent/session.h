@@ -44,6 +44,8 @@ enum {
 
 #define SESS_HELLO_MAX (SMP_HDR_SIZE + SMP_HELLO_FIXED + 3 * 255 + SMP_HELLO_PACING_SIZE)
 #define SESS_TIME_PER_S 16u
+/* The first minor version whose hosts pace their ACKs as the HELLO asks (1.5). */
+#define SESS_MINOR_ACK_PACING 5u
 #define SESS_TIME_REPLY_MAX (SMP_HDR_SIZE + SMP_TIME_SIZE)
 
 /* Write the marker of @probe_id into the trace: 0 or -errno. */
@@ -61,6 +63,7 @@ struct session {
 	bool hello_queued;
 	uint32_t host_max_payload;
 	uint64_t resume_seq;		/* of the last WELCOME */
+	uint8_t host_minor;		/* the last WELCOME's minor version */
 	bool crc32c_only;		/* never seal with XXH64, whatever the host checks */
 	uint64_t stall_seq;		/* sess_stall(): send nothing from here on, 0: off */
 	bool bad_logged;		/* this run of bad input was logged */
