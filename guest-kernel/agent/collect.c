@@ -85,7 +85,8 @@ void agent_collect_delta(struct agent *a)
 			return;
 		}
 		delta_consume(&a->delta, (size_t)used);
-		if (n == 0)
+		/* no read only to get EAGAIN after one that took all there was */
+		if (n == 0 || !a->delta.more)
 			return;
 	}
 }

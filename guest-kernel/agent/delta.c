@@ -38,6 +38,7 @@ int delta_open(struct delta_reader *d)
 	if (d->fd < 0)
 		return negerrno();
 	d->len = d->le = 0;
+	d->more = false;
 	return 0;
 }
 
@@ -47,6 +48,7 @@ void delta_close(struct delta_reader *d)
 		close(d->fd);
 	d->fd = -1;
 	d->len = d->le = 0;
+	d->more = false;
 }
 
 long delta_read(struct delta_reader *d)
@@ -63,12 +65,22 @@ long delta_read(struct delta_reader *d)
 	} while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		d->empty_reads++;
-	if (n < 0 && errno == EINVAL && DELTA_BUF_SIZE - d->len < DELTA_REC_MAX)
+	if (n < 0 && errno == EINVAL && DELTA_BUF_SIZE - d->len < DELTA_REC_MAX) {
+		d->more = true;
 		return 0;	/* no room for the next record: consume first */
+	}
+	d->more = false;
 	if (n < 0)
 		return errno == EAGAIN ? 0 : negerrno();
 	d->len += (size_t)n;
 	d->bytes += (size_t)n;
+	/*
+	 * The kernel copies whole records while the next one fits (patch 0007): a read
+	 * that left room for the largest took everything there was. What is inserted
+	 * after it (or a stack still being written, where the copy stops) is read in
+	 * the next round, as after an EAGAIN.
+	 */
+	d->more = n > 0 && DELTA_BUF_SIZE - d->len < DELTA_REC_MAX;
 	return n;
 }
 

@@ -15,6 +15,7 @@
 #ifndef SMG_DELTA_H
 #define SMG_DELTA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,9 @@ struct delta_reader {
 	uint64_t reads;		/* read() calls */
 	uint64_t empty_reads;	/* ... that returned nothing */
 	uint64_t bad;		/* invalid records seen (the buffer was discarded) */
+	/* the last read left less than a record's room: the kernel may hold more (a
+	 * read that left room took all there was) */
+	bool more;
 };
 
 int delta_init(struct delta_reader *d, const char *tracefs);
@@ -41,7 +45,8 @@ int delta_open(struct delta_reader *d);
 void delta_close(struct delta_reader *d);
 
 /* Read more records into the buffer. Returns the bytes added, 0 when nothing is new
- * (or the buffer is full), -errno. */
+ * (or the buffer is full), -errno. Sets @more when the kernel may hold more records
+ * than this read took. */
 long delta_read(struct delta_reader *d);
 /* The caller used the first @n bytes. */
 void delta_consume(struct delta_reader *d, size_t n);
