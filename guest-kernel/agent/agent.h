@@ -156,6 +156,9 @@ struct agent {
 
 int agent_setup(struct agent *a);
 void agent_free(struct agent *a);
+/* The HELLO's ack_bytes: with --ack-ms, an ACK at once when an eighth of the window
+ * waits for one (so the window is never full for want of it); 0 without. */
+uint32_t agent_ack_bytes(const struct agent *a);
 
 /* (Re)build the HELLO frame from the current facts and hand it to the session. */
 int agent_build_hello(struct agent *a);

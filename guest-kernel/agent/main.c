@@ -492,7 +492,6 @@ static unsigned gather_delay_ms(unsigned flush_ms)
  */
 static bool ack_may_be_there(struct agent *a, uint64_t now, unsigned gather_ms)
 {
-	size_t ack_bytes = (size_t)a->o.window_kb * 1024 / 8;
 	struct win_stats ws;
 
 	if (a->sess.state != SESS_UP || !a->o.ack_ms ||
@@ -500,7 +499,7 @@ static bool ack_may_be_there(struct agent *a, uint64_t now, unsigned gather_ms)
 	    now + 2 * gather_ms >= a->t_ack_read + a->o.ack_ms)
 		return true;
 	win_get_stats(a->win, &ws);
-	return ws.bytes >= ack_bytes / 8 || ws.resent_frames != a->resent_at_ack;
+	return ws.bytes >= agent_ack_bytes(a) / 8 || ws.resent_frames != a->resent_at_ack;
 }
 
 static int run(struct agent *a, int sfd)

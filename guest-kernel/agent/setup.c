@@ -18,6 +18,11 @@
 #include "sysinfo.h"
 #include "util.h"
 
+uint32_t agent_ack_bytes(const struct agent *a)
+{
+	return a->o.ack_ms ? (uint32_t)MIN(a->o.window_kb * 1024 / 8, UINT32_MAX) : 0;
+}
+
 int agent_build_hello(struct agent *a)
 {
 	uint8_t frame[SESS_HELLO_MAX];
@@ -48,9 +53,8 @@ int agent_build_hello(struct agent *a)
 	h.build_id_len = (uint8_t)(a->build_id_len > 0 ? a->build_id_len : 0);
 	h.trace_clock = a->clock;
 	h.clock_len = (uint8_t)strlen(a->clock);
-	/* an ACK at once when an eighth of the window waits for one: never full for it */
 	h.ack_ms = a->o.ack_ms;
-	h.ack_bytes = a->o.ack_ms ? (uint32_t)MIN(a->o.window_kb * 1024 / 8, UINT32_MAX) : 0;
+	h.ack_bytes = agent_ack_bytes(a);
 	r = stream_hello(&h, frame, sizeof(frame));
 	if (r < 0)
 		return (int)r;
