@@ -49,6 +49,9 @@ extern "C" {
 #define SMP_FLAG_XXH64		0x02u
 /* The first minor version whose receivers verify SMP_FLAG_XXH64 frames. */
 #define SMP_MINOR_XXH64		4
+/* The first minor version whose hosts pace their ACKs as the HELLO asks (PROTOCOL.md
+ * 4.1: ack_ms, ack_bytes). */
+#define SMP_MINOR_ACK_PACING	5
 
 enum smp_type {
 	SMP_HELLO	= 1,

@@ -495,7 +495,7 @@ static bool ack_may_be_there(struct agent *a, uint64_t now, unsigned gather_ms)
 	struct win_stats ws;
 
 	if (a->sess.state != SESS_UP || !a->o.ack_ms ||
-	    a->sess.host_minor < SESS_MINOR_ACK_PACING || !a->t_ack_read ||
+	    a->sess.host_minor < SMP_MINOR_ACK_PACING || !a->t_ack_read ||
 	    now + 2 * gather_ms >= a->t_ack_read + a->o.ack_ms)
 		return true;
 	win_get_stats(a->win, &ws);

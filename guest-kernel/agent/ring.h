@@ -50,7 +50,7 @@ struct ring_cpu {
 	uint64_t bytes;		/* bytes read */
 	uint64_t caught_up_pages;	/* pages read with RB_CAUGHT_UP */
 	uint64_t reads;		/* read() calls */
-	uint64_t empty_reads;	/* ... that found nothing (EAGAIN) */
+	uint64_t empty_reads;	/* ... that returned no bytes (EAGAIN, EOF, EINTR) */
 	bool caught_up;		/* the last page read had RB_CAUGHT_UP (cleared in it) */
 	bool caught_up_asked;	/* the kernel took TRACE_PIPE_RAW_IOC_CAUGHT_UP on fd */
 };

@@ -44,8 +44,6 @@ enum {
 
 #define SESS_HELLO_MAX (SMP_HDR_SIZE + SMP_HELLO_FIXED + 3 * 255 + SMP_HELLO_PACING_SIZE)
 #define SESS_TIME_PER_S 16u
-/* The first minor version whose hosts pace their ACKs as the HELLO asks (1.5). */
-#define SESS_MINOR_ACK_PACING 5u
 #define SESS_TIME_REPLY_MAX (SMP_HDR_SIZE + SMP_TIME_SIZE)
 
 /* Write the marker of @probe_id into the trace: 0 or -errno. */
