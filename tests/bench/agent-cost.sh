@@ -4,7 +4,8 @@
 # ac_work (workload iterations per round, default 6), ac_dd_mb (default 256),
 # ac_peer (1: the kernel's virtio-trace agent is at /virtio-trace-agent, default 0),
 # ac_base (1: another stackmap-guestd, e.g. a build before a change, is at
-# /stackmap-guestd-base, default 0).
+# /stackmap-guestd-base, default 0), ac_pin (1: the workload on CPU 0 and
+# stackmap-guestd on CPU 1, default 0).
 #
 # 1. Raw port bandwidth: dd of ac_dd_mb MiB to the port while the host sinks it.
 # 2. The same fixed workload in rounds, one of each variant per round, so that the
@@ -45,6 +46,7 @@ nwork=$(param ac_work 6)
 mb=$(param ac_dd_mb 256)
 peer=$(param ac_peer 0)
 base=$(param ac_base 0)
+pin=$(param ac_pin 0)
 port=
 for d in /sys/class/virtio-ports/*; do
 	[ "$(cat "$d/name")" = org.stackmap.0 ] && port=/dev/${d##*/}
@@ -128,7 +130,11 @@ say "DD bytes=$((mb * 1048576)) seconds=$(since "$t")"
 # round_agent VARIANT ROUND BINARY: a fresh agent streams one round (see the top)
 round_agent() {
 	echo 1 > $T/options/stackmap	# as in its round, from its HELLO on
-	$3 --exclude-self &
+	if [ "$pin" = 1 ]; then
+		taskset -c 1 $3 --exclude-self &
+	else
+		$3 --exclude-self &
+	fi
 	a=$!
 	sleep 2
 	t0=$(agent_ticks $a)
@@ -149,6 +155,9 @@ round_agent() {
 }
 
 echo > $T/trace
+# ac_pin=1: the workload (this shell and its children) on CPU 0, stackmap-guestd on
+# CPU 1 (virtio-trace binds a thread to each CPU itself)
+[ "$pin" = 1 ] && { taskset -p 1 $$ > /dev/null || fail "taskset"; }
 VT=
 if [ "$peer" = 1 ]; then
 	# virtio-trace opens /dev/virtio-ports/NAME (udev's links; this guest has no udev)
