@@ -22,11 +22,15 @@ void ha_limits_default(HaLimits *l)
 		.max_hellos = 16,
 		.batch_bytes = 4u << 20,	/* a quarter of the guest agent's window */
 		.batch_frames = 16384,
-		/* zstd 2 rather than 3: on host-bench's synthetic pages and on a real
-		 * guest's (e2e-stream-steady), level 2 compresses as well or better and
-		 * takes 1.4-2x less CPU (zstd 1.5.4); level 1 is faster still but 2 %
-		 * larger on the synthetic pages. */
-		.zstd_level = 2,
+		/*
+		 * zstd 1 (1.5.4) on the column format: on real guests' stores (three
+		 * e2e-stream scenarios) 0.7-1.2 % larger than level 2 at 1.08-1.17x its
+		 * speed, on host-bench's synthetic pages 2 % larger for 1.05x the
+		 * daemon's events per CPU-second (README, issue 14 tenth round). Faster
+		 * levels cost more bytes than they save CPU: -1 11-15 % larger for
+		 * 1.07-1.09x, -3 19 % for 1.10x.
+		 */
+		.zstd_level = 1,
 		.time_probe_ms = HA_CLOCK_PROBE_MS,
 		.max_boots = HA_BOOTS_MAX_DEFAULT,
 		.max_streams = HA_STREAMS_MAX_DEFAULT,
