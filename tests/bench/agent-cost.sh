@@ -130,11 +130,7 @@ say "DD bytes=$((mb * 1048576)) seconds=$(since "$t")"
 # round_agent VARIANT ROUND BINARY: a fresh agent streams one round (see the top)
 round_agent() {
 	echo 1 > $T/options/stackmap	# as in its round, from its HELLO on
-	if [ "$pin" = 1 ]; then
-		taskset -c 1 $3 --exclude-self &
-	else
-		$3 --exclude-self &
-	fi
+	$on_cpu1 $3 --exclude-self &
 	a=$!
 	sleep 2
 	t0=$(agent_ticks $a)
@@ -157,7 +153,11 @@ round_agent() {
 echo > $T/trace
 # ac_pin=1: the workload (this shell and its children) on CPU 0, stackmap-guestd on
 # CPU 1 (virtio-trace binds a thread to each CPU itself)
-[ "$pin" = 1 ] && { taskset -p 1 $$ > /dev/null || fail "taskset"; }
+on_cpu1=
+if [ "$pin" = 1 ]; then
+	taskset -p 1 $$ > /dev/null || fail "taskset"
+	on_cpu1="taskset -c 1"
+fi
 VT=
 if [ "$peer" = 1 ]; then
 	# virtio-trace opens /dev/virtio-ports/NAME (udev's links; this guest has no udev)
