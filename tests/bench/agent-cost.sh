@@ -40,7 +40,8 @@
 # The trace clock is set to mono so that the agent measures each page's time from
 # commit to the host's ACK (STATS DURABLE_*, read from the host's store): the second
 # run's figures (a stopped agent would add its stop to the pages it holds).
-# Times from /proc/uptime (10 ms); a round lasts seconds.
+# Times from /ac-clock (CLOCK_MONOTONIC to the ns) when agent-cost --guest-clock put it
+# there, else from /proc/uptime (10 ms); a round lasts seconds.
 . /scenarios/lib.sh
 rounds=$(param ac_rounds 7)
 nwork=$(param ac_work 6)
@@ -69,8 +70,12 @@ done
 [ -n "$ctl" ] || fail "no ac-ctl port"
 exec 3> "$ctl"
 
-now() { cut -d' ' -f1 /proc/uptime; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+if [ -x /ac-clock ]; then
+	now() { /ac-clock; }
+else
+	now() { cut -d' ' -f1 /proc/uptime; }
+fi
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.4f", b - a }'; }
 round() {
 	t=$(now)
 	i=0
