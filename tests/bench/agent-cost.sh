@@ -5,8 +5,7 @@
 # ac_peer (1: the kernel's virtio-trace agent is at /virtio-trace-agent, default 0),
 # ac_base (1: another stackmap-guestd, e.g. a build before a change, is at
 # /stackmap-guestd-base, default 0), ac_pin (1: the workload on CPU 0 and
-# stackmap-guestd on CPU 1, default 0), ac_online (1: the kernel booted with
-# maxcpus=1, bring up the other CPUs first, default 0).
+# stackmap-guestd on CPU 1, default 0).
 #
 # 1. Raw port bandwidth: dd of ac_dd_mb MiB to the port while the host sinks it.
 # 2. The same fixed workload in rounds, one of each variant per round, so that the
@@ -49,14 +48,6 @@ mb=$(param ac_dd_mb 256)
 peer=$(param ac_peer 0)
 base=$(param ac_base 0)
 pin=$(param ac_pin 0)
-# agent-cost --icount on more than one vCPU: QEMU 7.2's -icount hangs an SMP x86
-# guest's boot at the second CPU's bring-up, but not a bring-up after boot
-if [ "$(param ac_online 0)" = 1 ]; then
-	for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
-		[ "$(cat "$c")" = 1 ] || echo 1 > "$c" || fail "cannot bring up ${c%/online}"
-	done
-	say "CPUS $(cat /sys/devices/system/cpu/online)"
-fi
 port=
 for d in /sys/class/virtio-ports/*; do
 	[ "$(cat "$d/name")" = org.stackmap.0 ] && port=/dev/${d##*/}
