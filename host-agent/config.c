@@ -4,6 +4,7 @@
 
 #include <gio/gio.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "store.h"
 
@@ -12,7 +13,7 @@
 void ha_config_init(HaConfig *c)
 {
 	*c = (HaConfig){ .quota_mb = -1, .max_malformed = -1, .batch_mb = -1,
-			 .time_probe_ms = -1 };
+			 .time_probe_ms = -1, .zstd_level = HA_CONFIG_UNSET };
 }
 
 void ha_config_clear(HaConfig *c)
@@ -41,12 +42,14 @@ static bool str_key(GKeyFile *kf, const char *key, char **field, GError **error)
 	return true;
 }
 
-static bool int_key(GKeyFile *kf, const char *key, gint64 *field, GError **error)
+/* @given: the command line set *@field, which the file then does not change */
+static bool int_key(GKeyFile *kf, const char *key, gint64 *field, bool given,
+		    GError **error)
 {
 	g_autoptr(GError) e = NULL;
 	gint64 v;
 
-	if (*field >= 0 || !g_key_file_has_key(kf, GROUP, key, NULL))
+	if (given || !g_key_file_has_key(kf, GROUP, key, NULL))
 		return true;
 	v = g_key_file_get_int64(kf, GROUP, key, &e);
 	if (e) {
@@ -70,10 +73,12 @@ bool ha_config_load_file(HaConfig *c, GError **error)
 	    !str_key(kf, "listen", &c->listen, error) ||
 	    !str_key(kf, "state-dir", &c->state_dir, error) ||
 	    !str_key(kf, "domain-name", &c->domain, error) ||
-	    !int_key(kf, "quota-mb", &c->quota_mb, error) ||
-	    !int_key(kf, "max-malformed", &mm, error) ||
-	    !int_key(kf, "batch-mb", &bm, error) ||
-	    !int_key(kf, "time-probe-ms", &tp, error)) {
+	    !int_key(kf, "quota-mb", &c->quota_mb, c->quota_mb >= 0, error) ||
+	    !int_key(kf, "max-malformed", &mm, mm >= 0, error) ||
+	    !int_key(kf, "batch-mb", &bm, bm >= 0, error) ||
+	    !int_key(kf, "time-probe-ms", &tp, tp >= 0, error) ||
+	    !int_key(kf, "zstd-level", &c->zstd_level, c->zstd_level != HA_CONFIG_UNSET,
+		     error)) {
 		g_prefix_error(error, "%s: ", c->config);
 		return false;
 	}
@@ -91,6 +96,13 @@ bool ha_config_finish(HaConfig *c, GError **error)
 		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
 			    "domain name '%s': use 1-64 of A-Z a-z 0-9 _ . - (not starting"
 			    " with '.')", c->domain);
+		return false;
+	}
+	if (c->zstd_level != HA_CONFIG_UNSET &&
+	    (c->zstd_level < ZSTD_minCLevel() || c->zstd_level > ZSTD_maxCLevel())) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "zstd level %" G_GINT64_FORMAT ": zstd's levels are %d to %d",
+			    c->zstd_level, ZSTD_minCLevel(), ZSTD_maxCLevel());
 		return false;
 	}
 	if (!c->state_dir)
@@ -117,4 +129,6 @@ void ha_config_limits(const HaConfig *c, HaLimits *ret)
 		ret->batch_bytes = (guint32)c->batch_mb << 20;
 	if (c->time_probe_ms >= 0)
 		ret->time_probe_ms = (guint32)MAX(c->time_probe_ms, c->time_probe_ms ? 10 : 0);
+	if (c->zstd_level != HA_CONFIG_UNSET)	/* checked by ha_config_finish() */
+		ret->zstd_level = (int)c->zstd_level;
 }

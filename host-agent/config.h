@@ -4,7 +4,7 @@
  *
  * The config file is a GKeyFile with one group, [host-agent], whose keys are the long
  * option names (socket, listen, state-dir, domain-name, quota-mb, max-malformed,
- * batch-mb, time-probe-ms). A command-line option overrides the file.
+ * batch-mb, time-probe-ms, zstd-level). A command-line option overrides the file.
  */
 #ifndef HA_CONFIG_H
 #define HA_CONFIG_H
@@ -24,7 +24,10 @@ typedef struct {
 	gint max_malformed;	/* -1: unset */
 	gint batch_mb;		/* -1: unset */
 	gint time_probe_ms;	/* -1: unset; 0: no clock probes */
+	gint64 zstd_level;	/* HA_CONFIG_UNSET: unset (levels go below 0) */
 } HaConfig;
+
+#define HA_CONFIG_UNSET G_MININT64
 
 void ha_config_init(HaConfig *c);
 void ha_config_clear(HaConfig *c);
@@ -33,7 +36,7 @@ void ha_config_clear(HaConfig *c);
  * cannot be read or a key has the wrong type; each key reports its own error. */
 bool ha_config_load_file(HaConfig *c, GError **error);
 
-/* Defaults for what is still unset; validates the domain name. */
+/* Defaults for what is still unset; validates the domain name and the zstd level. */
 bool ha_config_finish(HaConfig *c, GError **error);
 
 /* The database path for the domain: <state-dir>/<domain>.db (g_free). */

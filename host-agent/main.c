@@ -104,10 +104,12 @@ static int serve(HaConfig *cfg, const HaWatch *w, const char *db)
 		ha_qmp_start(qmp);
 	}
 	if (lim.quota_bytes)
-		g_message("domain %s: storing into %s (disk quota %" G_GUINT64_FORMAT " MiB)",
-			  cfg->domain, db, lim.quota_bytes >> 20);
+		g_message("domain %s: storing into %s (disk quota %" G_GUINT64_FORMAT
+			  " MiB, zstd level %d)", cfg->domain, db, lim.quota_bytes >> 20,
+			  lim.zstd_level);
 	else
-		g_message("domain %s: storing into %s (no disk quota)", cfg->domain, db);
+		g_message("domain %s: storing into %s (no disk quota, zstd level %d)",
+			  cfg->domain, db, lim.zstd_level);
 	g_unix_signal_add(SIGTERM, on_signal, loop);
 	g_unix_signal_add(SIGINT, on_signal, loop);
 	g_main_loop_run(loop);
@@ -366,6 +368,7 @@ static struct {
 	char *host_time;	/* --host-time CLOCK (report events, export) */
 	char *host_trace_id;	/* --host-trace-id ID (export): TIME_SHIFT's peer */
 	gint limit, max_malformed, batch_mb, time_probe_ms;
+	gint64 zstd_level;
 	gdouble since, until, last;
 	gint64 quota_mb;
 	gboolean dump_keep, keep_paused, no_postmortem;	/* postmortem.h */
@@ -562,6 +565,9 @@ static const GOptionEntry daemon_entries[] = {
 	{ "time-probe-ms", 0, 0, G_OPTION_ARG_INT, &opt.time_probe_ms,
 	  "Probe the guest's trace clock against the host's this often (default 1000; 0:"
 	  " never)", "MS" },
+	{ "zstd-level", 0, 0, G_OPTION_ARG_INT64, &opt.zstd_level,
+	  "Compress new chunks at this zstd level (default 1; below 0 faster and larger)",
+	  "N" },
 	{ "version", 0, 0, G_OPTION_ARG_NONE, &opt.version, "Print the version", NULL },
 	G_OPTION_ENTRY_NULL,
 };
@@ -805,6 +811,7 @@ int main(int argc, char **argv)
 	opt.dat_version = 7;
 	opt.max_malformed = opt.batch_mb = opt.time_probe_ms = -1;
 	opt.quota_mb = -1;
+	opt.zstd_level = HA_CONFIG_UNSET;
 	opt.dump_max_mb = HA_PM_DEFAULT_MAX_MB;
 	opt.since = opt.until = opt.last = -1;
 	/* The command, when there is one, comes first: host-agent COMMAND [OPTIONS]. */
@@ -842,6 +849,7 @@ int main(int argc, char **argv)
 	opt.cfg.batch_mb = opt.batch_mb;
 	if (opt.time_probe_ms >= 0)
 		opt.cfg.time_probe_ms = opt.time_probe_ms;
+	opt.cfg.zstd_level = opt.zstd_level;
 	signal(SIGPIPE, SIG_IGN);
 	loaded = ha_config_load_file(&opt.cfg, &e);
 	opt.watch.domain_given = opt.cfg.domain != NULL;
