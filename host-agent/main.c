@@ -73,6 +73,7 @@ static int serve(HaConfig *cfg, const HaWatch *w, const char *db)
 	g_autoptr(HaLvSource) lvsrc = NULL;
 #endif
 	g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+	g_autofree char *quota = NULL;
 	HaLimits lim;
 
 	store = ha_store_open(db, false, &e);
@@ -103,13 +104,11 @@ static int serve(HaConfig *cfg, const HaWatch *w, const char *db)
 		ha_qmp_set_postmortem(qmp, &w->pm);
 		ha_qmp_start(qmp);
 	}
-	if (lim.quota_bytes)
-		g_message("domain %s: storing into %s (disk quota %" G_GUINT64_FORMAT
-			  " MiB, zstd level %d)", cfg->domain, db, lim.quota_bytes >> 20,
-			  lim.zstd_level);
-	else
-		g_message("domain %s: storing into %s (no disk quota, zstd level %d)",
-			  cfg->domain, db, lim.zstd_level);
+	quota = lim.quota_bytes ? g_strdup_printf("disk quota %" G_GUINT64_FORMAT " MiB",
+						  lim.quota_bytes >> 20) :
+				  g_strdup("no disk quota");
+	g_message("domain %s: storing into %s (%s, zstd level %d)", cfg->domain, db, quota,
+		  lim.zstd_level);
 	g_unix_signal_add(SIGTERM, on_signal, loop);
 	g_unix_signal_add(SIGINT, on_signal, loop);
 	g_main_loop_run(loop);
