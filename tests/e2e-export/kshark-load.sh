@@ -25,11 +25,32 @@ trap cleanup EXIT
 chmod 0711 "$T"
 mkdir -m 0700 "$T/home" && chown 65534:65534 "$T/home"
 cp "$dat" "$T/trace.dat" && chmod 0644 "$T/trace.dat"
-# -displayfd: Xvfb writes its display number once it accepts clients
+# A display number of its own. Tests run side by side, and an Xvfb left to pick
+# a number (-displayfd alone) takes no lock file and tries the busy numbers by
+# binding their sockets (unlinking the socket file first, as X servers do): two
+# kshark-loads side by side that way lost their display, or KernelShark its
+# connection, in 3 of 56 runs. So each kshark-load holds a lock on its number for
+# its whole life and takes only a number no X server has (no lock file, no
+# socket); Xvfb, given the number, takes /tmp/.X<n>-lock, which X servers respect.
+mkdir -p /tmp/.kshark-load && chmod 1777 /tmp/.kshark-load 2>/dev/null
+disp=
+for n in $(seq 90 189); do
+	exec 4>"/tmp/.kshark-load/$n.lock" || continue
+	if flock -n 4 && [ ! -e "/tmp/.X$n-lock" ] && [ ! -e "/tmp/.X11-unix/X$n" ]; then
+		disp=$n
+		break
+	fi
+	exec 4>&-
+done
+[ -n "$disp" ] || { echo "kshark-load: no free X display number in 90-189"; exit 1; }
+# -displayfd: Xvfb writes the number once it accepts clients. -noreset: the
+# probe below is its first client, and a server resets when its last client
+# leaves, which KernelShark's connection must not meet.
 exec 3<> <(:)
-Xvfb -displayfd 3 -screen 0 1400x900x24 -nolisten tcp >"$T/xvfb.log" 2>&1 &
+Xvfb ":$disp" -displayfd 3 -noreset -screen 0 1400x900x24 -nolisten tcp \
+	>"$T/xvfb.log" 2>&1 &
 XPID=$!
-read -r -t 60 disp <&3 || { echo "kshark-load: Xvfb did not start"; cat "$T/xvfb.log"; exit 1; }
+read -r -t 60 _ <&3 || { echo "kshark-load: Xvfb did not start on :$disp"; cat "$T/xvfb.log"; exit 1; }
 export DISPLAY=:$disp
 for _ in $(seq 100); do xwininfo -root >/dev/null 2>&1 && break; sleep 0.1; done
 xwininfo -root >/dev/null 2>&1 || { echo "kshark-load: cannot reach Xvfb at $DISPLAY"; exit 1; }
