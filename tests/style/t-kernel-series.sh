@@ -16,11 +16,14 @@ tarball=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
+# The series as build-kernel applies it: the patches `series` names, in its order.
 series=()
-for p in "$patches"/[0-9][0-9][0-9][0-9]-*.patch; do
-	case $(basename "$p") in 0000-*) ;; *) series+=("$p") ;; esac
-done
-[ "${#series[@]}" -gt 0 ] || { echo "no patches in $patches"; exit 1; }
+while read -r p; do
+	case "$p" in ''|'#'*) continue ;; esac
+	[ -f "$patches/$p" ] || { echo "series names $p, which does not exist"; exit 1; }
+	series+=("$patches/$p")
+done <"$patches/series"
+[ "${#series[@]}" -gt 0 ] || { echo "no patches in $patches/series"; exit 1; }
 
 # What the series touches; only these and scripts/ are unpacked.
 touched=$(grep -h '^diff --git a/' "${series[@]}" | awk '{ print substr($3, 3) }' | sort -u)
@@ -57,7 +60,8 @@ else
 	echo "ok: kernel-doc: no new warning in $(echo "$touched" | grep -c '\.[ch]$') C files and headers ($(wc -l <"$T/kdoc.before") of 6.1's own, before and after)"
 fi
 
-# checkpatch reads the patch as a mail: copy it out of any git tree first.
+# Each patch checked from a copy in $T: given a path that git tracks in the
+# current directory's work tree, checkpatch reads it as a source file, not a patch.
 for p in "${series[@]}"; do
 	n=$(basename "$p" | cut -c1-4)
 	cp "$p" "$T/$n.patch"
