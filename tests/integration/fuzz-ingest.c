@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz-ingest - libFuzzer target for one guest connection (ingest-*.c) on a fresh
- * in-memory store, then every report over the store it produced: a valid HELLO, the
- * 6.1 FORMAT texts and an EPOCH, then frames the fuzzer chooses. Input: records of u8
- * type, u16 length (little-endian), payload; the harness seals each as a frame with
- * the next sequence number (every 16th record re-uses an older one, every 32nd skips
- * ahead) so that the decoders, size table and handlers are reached rather than stopped
- * at the checksums.
+ * store (a copy of a migrated one, below), then every report over the store it
+ * produced: a valid HELLO, the 6.1 FORMAT texts and an EPOCH, then frames the fuzzer
+ * chooses. Input: records of u8 type, u16 length (little-endian), payload; the harness
+ * seals each as a frame with the next sequence number (every 16th record re-uses an
+ * older one, every 32nd skips ahead) so that the decoders, size table and handlers are
+ * reached rather than stopped at the checksums.
  *
  * Records of type 0 (not a protocol type) are harness commands, by their first byte:
  *   0  a later HELLO with the geometry the next bytes choose (byte order, page size,
@@ -19,8 +19,13 @@
  * harness's -fsanitize=undefined -fno-sanitize-recover=all, undefined behaviour in a
  * report on any store the daemon can write stops the run.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "guest-formats.h"
 #include "ingest.h"
@@ -41,13 +46,67 @@ static void quiet_print(const gchar *s)
 {
 }
 
+/*
+ * Each input gets a fresh store. Opening an empty one migrates its schema from
+ * nothing, which took two thirds of an input's time (21 of 32 ms under ASan): the
+ * migrated store's file is made once, and each input opens a copy of it (on
+ * /dev/shm when there is one). The copy is this process's own (its pid in the name)
+ * and is removed after each input; an input that crashes the run leaves it behind.
+ */
+static char *db_path;
+static gchar *tmpl;
+static gsize tmpl_len;
+
+static void remove_db(void)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
+
+	for (unsigned int i = 0; i < G_N_ELEMENTS(sfx); i++) {
+		g_autofree char *f = g_strconcat(db_path, sfx[i], NULL);
+
+		g_unlink(f);
+	}
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	const char *dir = g_file_test("/dev/shm", G_FILE_TEST_IS_DIR) ? "/dev/shm" :
+			  g_get_tmp_dir();
+	g_autoptr(GError) e = NULL;
+	HaStore *s;
+
 	if (!g_getenv("FUZZ_VERBOSE")) {
 		g_log_set_default_handler(quiet_log, NULL);
 		g_set_printerr_handler(quiet_print);
 	}
+	db_path = g_strdup_printf("%s/fuzz-ingest-%d.db", dir, (int)getpid());
+	remove_db();
+	s = ha_store_open(db_path, false, &e);
+	if (!s)
+		g_error("fuzz-ingest: template store %s: %s", db_path, e->message);
+	ha_store_free(s);
+	if (!g_file_get_contents(db_path, &tmpl, &tmpl_len, &e))
+		g_error("fuzz-ingest: %s", e->message);
+	remove_db();
+	atexit(remove_db);
 	return 0;
+}
+
+/* A fresh store for one input: the template's bytes in db_path. */
+static HaStore *fresh_store(void)
+{
+	int fd;
+	bool ok;
+
+	remove_db();
+	fd = open(db_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		g_error("fuzz-ingest: %s: %s", db_path, g_strerror(errno));
+	ok = write(fd, tmpl, tmpl_len) == (ssize_t)tmpl_len;
+	close(fd);
+	if (!ok)
+		g_error("fuzz-ingest: writing %s", db_path);
+	return ha_store_open(db_path, false, NULL);
 }
 
 static void feed(HaConn *c, const uint8_t *buf, size_t len)
@@ -145,7 +204,7 @@ static void run_reports(HaStore *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	HaStore *s = ha_store_open(":memory:", false, NULL);
+	HaStore *s = fresh_store();
 	HaLimits lim;
 	HaConn *c;
 	uint8_t p[4096];
@@ -256,5 +315,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ha_conn_free(c);
 	run_reports(s);
 	ha_store_free(s);
+	remove_db();
 	return 0;
 }
