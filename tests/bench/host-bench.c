@@ -802,22 +802,19 @@ static double run_variant(const char *title, const char *name, const char *opt1,
 		       " events/s; its reader's CPU %.2f s: %.1f MB/s per core\n", mc, mb / mc,
 		       (double)nevents / mc, mcu, mb / mcu);
 		for (int v = base_path ? 0 : 1; v < 2; v++) {
+			g_autofree char *cpu_txt = NULL;
+
 			mw[v] = median(tw[v]);
 			mu[v] = MAX(median(tu[v]), 1e-3);
-			if (wrap) {
-				/* the CPU measured is the wrapper's, not the daemon's */
-				printf("  %s ingest (to last ACK): %7.3f s  %8.1f MB/s  %10.0f"
-				       " events/s; daemon CPU not measured under --wrap\n",
-				       v ? "host-agent" : "baseline  ", mw[v], mb / mw[v],
-				       (double)nevents / mw[v]);
-				continue;
-			}
+			/* under --wrap the CPU measured is the wrapper's, not the daemon's */
+			cpu_txt = wrap ? g_strdup("daemon CPU not measured under --wrap") :
+				  g_strdup_printf("daemon CPU %.2f s: %.1f MB/s and %.0f events/s"
+						  " per core, %.1f %% of the plain copy's MB/s",
+						  mu[v], mb / mu[v], (double)nevents / mu[v],
+						  100.0 * mc / mu[v]);
 			printf("  %s ingest (to last ACK): %7.3f s  %8.1f MB/s  %10.0f events/s;"
-			       " daemon CPU %.2f s: %.1f MB/s and %.0f events/s per core,"
-			       " %.1f %% of the plain copy's MB/s\n",
-			       v ? "host-agent" : "baseline  ", mw[v], mb / mw[v],
-			       (double)nevents / mw[v], mu[v], mb / mu[v],
-			       (double)nevents / mu[v], 100.0 * mc / mu[v]);
+			       " %s\n", v ? "host-agent" : "baseline  ", mw[v], mb / mw[v],
+			       (double)nevents / mw[v], cpu_txt);
 		}
 		/* issue 14's per-core targets, for the whole synthetic kmalloc stream */
 		if (!strcmp(name, "full") && !wrap) {
